@@ -1,0 +1,543 @@
+package config
+
+import (
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"net"
+	"net/url"
+	"os"
+	"reflect"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/caarlos0/env/v11"
+)
+
+// Config is the server configuration. Every exported field is read from the
+// environment variable named in its env tag; see the package documentation
+// for the meaning of the other tags.
+type Config struct {
+	// Server.
+
+	Port            int           `env:"PORT" envDefault:"6632" min:"1" max:"65535" section:"Server" help:"HTTP port the server listens on."`
+	BindAddr        string        `env:"QUEEN_BIND_ADDR" envDefault:"0.0.0.0" section:"Server" help:"Host name or IP address the HTTP server binds to."`
+	MaxBodyBytes    int64         `env:"QUEEN_MAX_BODY_BYTES" envDefault:"67108864" min:"1" section:"Server" help:"Largest accepted HTTP request body, in bytes."`
+	ServerID        string        `env:"QUEEN_SERVER_ID" envDefault:"queen" defaultFrom:"HOSTNAME" section:"Server" help:"Identifier of this server instance, used in logs and status output."`
+	ShutdownTimeout time.Duration `env:"QUEEN_SHUTDOWN_TIMEOUT_MS" envDefault:"30000" min:"0" section:"Server" help:"How long SIGTERM waits for in-flight requests to finish before the server exits; 0 does not wait."`
+	EncryptionKey   string        `env:"QUEEN_ENCRYPTION_KEY" envDefault:"" check:"aes256key" section:"Server" help:"AES-256 key enabling payload encryption for queues with encryptionEnabled; empty disables encryption. An invalid key is a start-up error."`
+	CacheRefresh    time.Duration `env:"QUEEN_CACHE_REFRESH_INTERVAL_MS" envDefault:"60000" min:"1" section:"Server" help:"How often per-queue flags (such as encryptionEnabled) are re-read from the database."`
+
+	// Database.
+
+	PGURL            string        `env:"QUEEN_PG_URL" envDefault:"" check:"pgurl" section:"Database" help:"PostgreSQL connection URL. When neither it nor any of PG_HOST, PG_PORT, PG_USER, PG_PASSWORD, PG_DATABASE, PG_DB is set, an embedded PostgreSQL is started in QUEEN_DATA_DIR."`
+	PGHost           string        `env:"PG_HOST" envDefault:"localhost" conn:"part" section:"Database" help:"PostgreSQL host, used when QUEEN_PG_URL is empty."`
+	PGPort           int           `env:"PG_PORT" envDefault:"5432" min:"1" max:"65535" conn:"part" section:"Database" help:"PostgreSQL port, used when QUEEN_PG_URL is empty."`
+	PGUser           string        `env:"PG_USER" envDefault:"postgres" conn:"part" section:"Database" help:"PostgreSQL user, used when QUEEN_PG_URL is empty."`
+	PGPassword       string        `env:"PG_PASSWORD" envDefault:"postgres" conn:"part" section:"Database" help:"PostgreSQL password, used when QUEEN_PG_URL is empty."`
+	PGDatabase       string        `env:"PG_DATABASE" alias:"PG_DB" envDefault:"postgres" conn:"part" section:"Database" help:"PostgreSQL database name, used when QUEEN_PG_URL is empty; PG_DB is read when PG_DATABASE is unset."`
+	PGUseSSL         bool          `env:"PG_USE_SSL" envDefault:"false" section:"Database" help:"Connect with sslmode=require instead of sslmode=disable (PG_* parts only)."`
+	DataDir          string        `env:"QUEEN_DATA_DIR" envDefault:"./.queen" section:"Database" help:"Data directory of the embedded PostgreSQL (and later of the spool)."`
+	PoolSize         int           `env:"DB_POOL_SIZE" envDefault:"160" min:"2" section:"Database" help:"Maximum number of pooled PostgreSQL connections."`
+	StatementTimeout time.Duration `env:"DB_STATEMENT_TIMEOUT" alias:"QUEEN_STMT_TIMEOUT_MS" envDefault:"30000" min:"1" section:"Database" help:"PostgreSQL statement_timeout of the server's queries; QUEEN_STMT_TIMEOUT_MS is read when DB_STATEMENT_TIMEOUT is unset."`
+	ApplySchema      bool          `env:"QUEEN_APPLY_SCHEMA" envDefault:"true" section:"Database" help:"Create or upgrade the database schema at start-up."`
+
+	// Push path.
+
+	FusionShards  int           `env:"QUEEN_V2_FUSION_SHARDS" envDefault:"8" min:"1" max:"256" section:"Push path" help:"Number of shards that fuse concurrent pushes into shared commits."`
+	BundleMax     int           `env:"QUEEN_V2_BUNDLE_MAX" envDefault:"16" min:"1" max:"4096" section:"Push path" help:"Maximum number of partitions in one push commit."`
+	FusionHold    time.Duration `env:"QUEEN_V2_FUSION_HOLD_MS" envDefault:"15" min:"1" section:"Push path" help:"Liveness backstop tick of the fusion shards; not a batching window."`
+	ZstdLevel     int           `env:"QUEEN_V2_ZSTD_LEVEL" envDefault:"3" min:"1" max:"22" section:"Push path" help:"zstd compression level used on the push path."`
+	PushLimitInit int           `env:"QUEEN_SEG_PUSH_INIT" envDefault:"16" min:"1" section:"Push path" help:"Initial value of the adaptive (TCP-Vegas-style) push concurrency limit; QUEEN_SEG_PUSH_MIN <= QUEEN_SEG_PUSH_INIT <= QUEEN_SEG_PUSH_MAX."`
+	PushLimitMin  int           `env:"QUEEN_SEG_PUSH_MIN" envDefault:"4" min:"1" section:"Push path" help:"Lower bound of the adaptive push concurrency limit."`
+	PushLimitMax  int           `env:"QUEEN_SEG_PUSH_MAX" envDefault:"64" min:"1" section:"Push path" help:"Upper bound of the adaptive push concurrency limit."`
+	VegasAlpha    int           `env:"QUEEN_VEGAS_ALPHA" envDefault:"3" min:"0" section:"Push path" help:"Vegas alpha: the push limit grows while the estimated queueing is below alpha; must be less than QUEEN_VEGAS_BETA."`
+	VegasBeta     int           `env:"QUEEN_VEGAS_BETA" envDefault:"6" min:"1" section:"Push path" help:"Vegas beta: the push limit shrinks while the estimated queueing is above beta."`
+
+	// Logging.
+
+	LogLevel string `env:"LOG_LEVEL" alias:"RUST_LOG" aliasIfValid:"true" envDefault:"info" oneof:"debug,info,warn,error" section:"Logging" help:"Minimum log level, case-insensitive. RUST_LOG is read when LOG_LEVEL is unset, and only if it is one of these words."`
+	LogJSON  bool   `env:"QUEEN_LOG_JSON" envDefault:"false" section:"Logging" help:"Write logs as JSON instead of text."`
+
+	// pgPartsSet records that at least one PG_* connection part was set,
+	// which turns the embedded PostgreSQL off.
+	pgPartsSet bool
+}
+
+// sections lists the Usage sections in display order.
+var sections = []string{"Server", "Database", "Push path", "Logging"}
+
+var (
+	durationType = reflect.TypeFor[time.Duration]()
+	boolType     = reflect.TypeFor[bool]()
+)
+
+// FieldError reports one invalid variable.
+type FieldError struct {
+	Var    string // the variable that was read (an alias when it supplied the value)
+	Value  string // the value as given
+	Want   string // what is expected, e.g. "an integer between 1 and 256"
+	Secret bool   // Value is sensitive and is not printed by Error
+}
+
+func (e *FieldError) Error() string {
+	return fmt.Sprintf("config: %s=%s: want %s", e.Var, e.shownValue(), e.Want)
+}
+
+func (e *FieldError) shownValue() string {
+	if !e.Secret {
+		return strconv.Quote(e.Value)
+	}
+	// A URL can still be shown with its password masked.
+	if u, err := url.Parse(e.Value); err == nil && u.Scheme != "" && u.Host != "" {
+		return strconv.Quote(u.Redacted())
+	}
+	return fmt.Sprintf("<%d characters, not shown>", len(e.Value))
+}
+
+// check is a validation rule for string fields, named by a check tag.
+type check struct {
+	want   string
+	secret bool
+	valid  func(string) bool
+}
+
+var checks = map[string]check{
+	"aes256key": {
+		want:   "64 hex characters (a 256-bit AES key)",
+		secret: true,
+		valid: func(v string) bool {
+			b, err := hex.DecodeString(v)
+			return err == nil && len(b) == 32
+		},
+	},
+	"pgurl": {
+		want:   "a postgres:// or postgresql:// URL, or a key=value connection string",
+		secret: true,
+		valid: func(v string) bool {
+			if strings.Contains(v, "://") {
+				u, err := url.Parse(v)
+				return err == nil && (u.Scheme == "postgres" || u.Scheme == "postgresql")
+			}
+			return strings.Contains(v, "=")
+		},
+	},
+}
+
+// Load reads the configuration from the process environment.
+func Load() (Config, error) {
+	return Parse(env.ToMap(os.Environ()))
+}
+
+// Parse reads the configuration from environ, a map of variable names to
+// values. On failure it returns a zero Config and every problem found,
+// joined with errors.Join; each is a *FieldError or, for bounds that relate
+// two variables (push limits, Vegas alpha/beta), names all of them.
+func Parse(environ map[string]string) (Config, error) {
+	fields := configFields()
+
+	// Resolve aliases and environment-derived defaults into the primary
+	// names, remembering which variable actually supplied each value.
+	effective := make(map[string]string, len(environ))
+	for k, v := range environ {
+		effective[k] = v
+	}
+	source := map[string]string{}
+	var cfg Config
+	for _, f := range fields {
+		name := f.Tag.Get("env")
+		if effective[name] != "" {
+			if f.Tag.Get("conn") == "part" {
+				cfg.pgPartsSet = true
+			}
+			continue
+		}
+		if alias := f.Tag.Get("alias"); alias != "" && environ[alias] != "" {
+			v := environ[alias]
+			if f.Tag.Get("aliasIfValid") == "" || validateString(f, v) == nil {
+				effective[name] = v
+				source[name] = alias
+				if f.Tag.Get("conn") == "part" {
+					cfg.pgPartsSet = true
+				}
+				continue
+			}
+		}
+		if from := f.Tag.Get("defaultFrom"); from != "" && environ[from] != "" {
+			effective[name] = environ[from]
+			source[name] = from
+		}
+	}
+
+	parseErr := env.ParseWithOptions(&cfg, env.Options{
+		Environment: effective,
+		FuncMap: map[reflect.Type]env.ParserFunc{
+			durationType: parseMillis,
+			boolType:     parseBool,
+		},
+	})
+
+	failed := map[string]bool{} // field names the library could not parse
+	var errs []error
+	if parseErr != nil {
+		var agg env.AggregateError
+		if !errors.As(parseErr, &agg) {
+			return Config{}, fmt.Errorf("config: %w", parseErr)
+		}
+		for _, e := range agg.Errors {
+			var pe env.ParseError
+			if !errors.As(e, &pe) {
+				errs = append(errs, fmt.Errorf("config: %w", e))
+				continue
+			}
+			failed[pe.Name] = true
+		}
+	}
+
+	v := reflect.ValueOf(&cfg).Elem()
+	for _, f := range fields {
+		name := f.Tag.Get("env")
+		fieldErr := func() error {
+			varName := name
+			if s, ok := source[name]; ok {
+				varName = s
+			}
+			return &FieldError{
+				Var:    varName,
+				Value:  effective[name],
+				Want:   want(f),
+				Secret: checks[f.Tag.Get("check")].secret,
+			}
+		}
+		if failed[f.Name] {
+			errs = append(errs, fieldErr())
+			continue
+		}
+		fv := v.FieldByIndex(f.Index)
+		switch {
+		case f.Type == durationType:
+			if !inRange(f, int64(fv.Interface().(time.Duration)/time.Millisecond)) {
+				errs = append(errs, fieldErr())
+			}
+		case fv.Kind() == reflect.Int || fv.Kind() == reflect.Int64:
+			if !inRange(f, fv.Int()) {
+				errs = append(errs, fieldErr())
+			}
+		case fv.Kind() == reflect.String:
+			if err := validateString(f, fv.String()); err != nil {
+				errs = append(errs, fieldErr())
+			} else if f.Tag.Get("oneof") != "" {
+				fv.SetString(strings.ToLower(fv.String()))
+			}
+		}
+	}
+
+	// Relations between variables, checked only when both sides parsed.
+	ok := func(names ...string) bool {
+		for _, n := range names {
+			if failed[n] {
+				return false
+			}
+		}
+		return true
+	}
+	if ok("PushLimitMin", "PushLimitInit", "PushLimitMax") &&
+		(cfg.PushLimitMin > cfg.PushLimitInit || cfg.PushLimitInit > cfg.PushLimitMax) {
+		errs = append(errs, fmt.Errorf("config: %s=%d, %s=%d, %s=%d: want %[1]s <= %[3]s <= %[5]s",
+			envName("PushLimitMin"), cfg.PushLimitMin,
+			envName("PushLimitInit"), cfg.PushLimitInit,
+			envName("PushLimitMax"), cfg.PushLimitMax))
+	}
+	if ok("VegasAlpha", "VegasBeta") && cfg.VegasAlpha >= cfg.VegasBeta {
+		errs = append(errs, fmt.Errorf("config: %s=%d, %s=%d: want %[1]s < %[3]s",
+			envName("VegasAlpha"), cfg.VegasAlpha,
+			envName("VegasBeta"), cfg.VegasBeta))
+	}
+
+	if len(errs) > 0 {
+		return Config{}, errors.Join(errs...)
+	}
+	return cfg, nil
+}
+
+// parseMillis parses a whole number of milliseconds.
+func parseMillis(v string) (any, error) {
+	ms, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return nil, err
+	}
+	if ms > math.MaxInt64/int64(time.Millisecond) || ms < math.MinInt64/int64(time.Millisecond) {
+		return nil, strconv.ErrRange
+	}
+	return time.Duration(ms) * time.Millisecond, nil
+}
+
+// parseBool accepts true/false, 1/0, yes/no and on/off in any case.
+func parseBool(v string) (any, error) {
+	switch strings.ToLower(v) {
+	case "true", "1", "yes", "on":
+		return true, nil
+	case "false", "0", "no", "off":
+		return false, nil
+	}
+	return nil, fmt.Errorf("invalid boolean %q", v)
+}
+
+// validateString applies the oneof and check tags of a string field.
+func validateString(f reflect.StructField, v string) error {
+	if list := f.Tag.Get("oneof"); list != "" {
+		for _, w := range strings.Split(list, ",") {
+			if strings.EqualFold(v, w) {
+				return nil
+			}
+		}
+		return errors.New("not allowed")
+	}
+	if name := f.Tag.Get("check"); name != "" && v != "" {
+		c, ok := checks[name]
+		if !ok {
+			panic("config: unknown check " + name)
+		}
+		if !c.valid(v) {
+			return errors.New("invalid")
+		}
+	}
+	return nil
+}
+
+// inRange applies the min and max tags of a numeric field.
+func inRange(f reflect.StructField, n int64) bool {
+	if lo, ok := tagInt(f, "min"); ok && n < lo {
+		return false
+	}
+	if hi, ok := tagInt(f, "max"); ok && n > hi {
+		return false
+	}
+	return true
+}
+
+func tagInt(f reflect.StructField, key string) (int64, bool) {
+	s, ok := f.Tag.Lookup(key)
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		panic(fmt.Sprintf("config: field %s: bad %s tag %q", f.Name, key, s))
+	}
+	return n, true
+}
+
+// want describes the values a field accepts; it is used both in errors and
+// in Usage.
+func want(f reflect.StructField) string {
+	switch {
+	case f.Type == durationType:
+		return "a whole number of milliseconds" + rangeText(f)
+	case f.Type.Kind() == reflect.Bool:
+		return "a boolean (true/false, 1/0, yes/no, on/off)"
+	case f.Type.Kind() == reflect.Int || f.Type.Kind() == reflect.Int64:
+		return "an integer" + rangeText(f)
+	}
+	if list := f.Tag.Get("oneof"); list != "" {
+		return "one of " + strings.ReplaceAll(list, ",", ", ")
+	}
+	if name := f.Tag.Get("check"); name != "" {
+		return checks[name].want
+	}
+	return anyString
+}
+
+// anyString is what want says of an unconstrained string field.
+const anyString = "a string"
+
+func rangeText(f reflect.StructField) string {
+	lo, hasLo := tagInt(f, "min")
+	hi, hasHi := tagInt(f, "max")
+	switch {
+	case hasLo && hasHi:
+		return fmt.Sprintf(" between %d and %d", lo, hi)
+	case hasLo && lo == 1:
+		return " greater than 0"
+	case hasLo && lo == 0:
+		return ", 0 or more"
+	case hasLo:
+		return fmt.Sprintf(" of at least %d", lo)
+	case hasHi:
+		return fmt.Sprintf(" of at most %d", hi)
+	}
+	return ""
+}
+
+// configFields returns the fields of Config that are read from the
+// environment, in declaration order.
+func configFields() []reflect.StructField {
+	t := reflect.TypeFor[Config]()
+	var out []reflect.StructField
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if f.IsExported() && f.Tag.Get("env") != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// envName returns the variable name of the named Config field.
+func envName(field string) string {
+	f, ok := reflect.TypeFor[Config]().FieldByName(field)
+	if !ok {
+		panic("config: no field " + field)
+	}
+	return f.Tag.Get("env")
+}
+
+// Embedded reports whether no database is configured, so the server must
+// start an embedded PostgreSQL in DataDir: QUEEN_PG_URL is empty and none of
+// PG_HOST, PG_PORT, PG_USER, PG_PASSWORD, PG_DATABASE, PG_DB was set.
+func (c Config) Embedded() bool {
+	return c.PGURL == "" && !c.pgPartsSet
+}
+
+// DatabaseURL returns QUEEN_PG_URL when it is set, otherwise a postgres://
+// URL built from the PG_* parts, with sslmode=require when PG_USE_SSL is on
+// and sslmode=disable otherwise. It returns "" when Embedded is true.
+func (c Config) DatabaseURL() string {
+	if c.PGURL != "" {
+		return c.PGURL
+	}
+	if c.Embedded() {
+		return ""
+	}
+	mode := "disable"
+	if c.PGUseSSL {
+		mode = "require"
+	}
+	u := url.URL{
+		Scheme:   "postgres",
+		User:     url.UserPassword(c.PGUser, c.PGPassword),
+		Host:     net.JoinHostPort(c.PGHost, strconv.Itoa(c.PGPort)),
+		Path:     "/" + c.PGDatabase,
+		RawPath:  "/" + url.PathEscape(c.PGDatabase),
+		RawQuery: url.Values{"sslmode": {mode}}.Encode(),
+	}
+	return u.String()
+}
+
+// Addr returns the HTTP listen address, BindAddr:Port.
+func (c Config) Addr() string {
+	return net.JoinHostPort(c.BindAddr, strconv.Itoa(c.Port))
+}
+
+// SlogLevel returns LogLevel as a slog.Level (Info when unrecognised).
+func (c Config) SlogLevel() slog.Level {
+	switch strings.ToLower(c.LogLevel) {
+	case "debug":
+		return slog.LevelDebug
+	case "warn":
+		return slog.LevelWarn
+	case "error":
+		return slog.LevelError
+	}
+	return slog.LevelInfo
+}
+
+// EncryptionKeyBytes returns the decoded 32-byte AES-256 key, or nil when
+// payload encryption is off (QUEEN_ENCRYPTION_KEY empty or invalid; Parse
+// rejects invalid keys).
+func (c Config) EncryptionKeyBytes() []byte {
+	if c.EncryptionKey == "" {
+		return nil
+	}
+	b, err := hex.DecodeString(c.EncryptionKey)
+	if err != nil || len(b) != 32 {
+		return nil
+	}
+	return b
+}
+
+// Usage writes the description of every variable, grouped by section, as
+// shown by `queen-server --help`.
+func Usage(w io.Writer) {
+	fields := configFields()
+	order := append([]string(nil), sections...)
+	known := map[string]bool{}
+	for _, s := range order {
+		known[s] = true
+	}
+	for _, f := range fields {
+		if s := f.Tag.Get("section"); !known[s] {
+			known[s] = true
+			order = append(order, s)
+		}
+	}
+
+	names := make(map[string]string, len(fields))
+	width := 0
+	for _, f := range fields {
+		n := f.Tag.Get("env")
+		if a := f.Tag.Get("alias"); a != "" {
+			n += " (or " + a + ")"
+		}
+		names[f.Name] = n
+		width = max(width, len(n))
+	}
+
+	var b strings.Builder
+	b.WriteString("queen-server reads its configuration from these environment variables (unset or empty means the default):\n")
+	for _, s := range order {
+		fmt.Fprintf(&b, "\n%s:\n", s)
+		for _, f := range fields {
+			if f.Tag.Get("section") != s {
+				continue
+			}
+			fmt.Fprintf(&b, "  %-*s  default: %s\n", width, names[f.Name], defaultText(f))
+			text := f.Tag.Get("help")
+			if wt := want(f); wt != anyString {
+				text += " Accepts " + wt + "."
+			}
+			for _, line := range wrap(text, 72) {
+				b.WriteString("      " + line + "\n")
+			}
+		}
+	}
+	_, _ = io.WriteString(w, b.String())
+}
+
+func defaultText(f reflect.StructField) string {
+	d := f.Tag.Get("envDefault")
+	switch {
+	case d == "":
+		d = "(empty)"
+	case f.Type == durationType:
+		d += " ms"
+	}
+	if from := f.Tag.Get("defaultFrom"); from != "" {
+		d = "$" + from + ", else " + d
+	}
+	return d
+}
+
+// wrap splits text into lines of at most width characters where possible.
+func wrap(text string, width int) []string {
+	var lines []string
+	var cur strings.Builder
+	for _, word := range strings.Fields(text) {
+		if cur.Len() > 0 && cur.Len()+1+len(word) > width {
+			lines = append(lines, cur.String())
+			cur.Reset()
+		}
+		if cur.Len() > 0 {
+			cur.WriteByte(' ')
+		}
+		cur.WriteString(word)
+	}
+	if cur.Len() > 0 {
+		lines = append(lines, cur.String())
+	}
+	return lines
+}

@@ -1,0 +1,33 @@
+// Package fusion is the push write path's commit layer: it decides, per partition, when
+// to commit, and commits several partitions in one PostgreSQL transaction. Under load one
+// transaction carries the writes of many concurrent requests across many partitions.
+//
+// Structure. A Batcher owns Shards shards; a group of frames for (tenant, queue,
+// partition) goes to the shard chosen by the xxh3 hash of tenant \x1f queue \x1f
+// partition, so a shard owns a disjoint set of partitions. All shard state lives in the
+// shard's goroutine and needs no lock.
+//
+// Rules (seed 000 §2):
+//
+//   - Fire on idle: after every arrival or completion the shard dispatches its ready
+//     partitions at once if it is under its in-flight bundle cap and a permit of the
+//     shared push limiter (core/vegas) is free. A lone push therefore commits in about
+//     one round trip. With no permit the lane is contended and frames keep accumulating.
+//   - One flush in flight per partition: a partition whose flush is in flight is not
+//     ready; its next frames accumulate and become ready only after the previous flush
+//     has committed and its completion reached the shard. Two flushes never race on the
+//     allocator, so per-partition offset order equals commit order equals arrival order.
+//   - Cross-partition bundling: a dispatch takes up to BundleMax ready partitions (the
+//     in-flight gate guarantees they are disjoint) into one SegmentStore.PushSegments
+//     call: one commit, one fsync, N partitions.
+//   - The Hold tick is a liveness backstop, not a batching window: it retries dispatch in
+//     case a permit was freed by another shard and the wake-up was missed.
+//
+// A flush (seed 000 §3) does layer-2 dedup on the xxh3-128 hashes, builds the hash blob
+// and the zstd blob, and routes each segment's verdict to every frame, hence to every
+// request that fed the segment. A segment answered "duplicate" wrote nothing: its
+// duplicate frames get their original's id (read from the covering segment, the zero id
+// when retention removed it) and the other frames go back to the head of the partition's
+// queue, ahead of anything that arrived meanwhile, for the next flush. A bundle that
+// fails as a whole resolves every frame to Error.
+package fusion

@@ -1,0 +1,186 @@
+package fusion
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/queen-go/queen/core/dedup"
+	"github.com/queen-go/queen/core/segment"
+	"github.com/queen-go/queen/ports"
+)
+
+// errBadResult marks a store answer the flush cannot route.
+var errBadResult = errors.New("fusion: unroutable store result")
+
+// flushPart is one partition's frames taken into a bundle.
+type flushPart struct {
+	p    *part
+	refs []ref
+}
+
+// plan maps a flushPart's frames onto its segment after layer-2 dedup.
+type plan struct {
+	firsts []int // per ref: index of the first ref with the same hash
+	slot   []int // per ref that is a first: its frame index in the segment
+}
+
+// flush commits one bundle and sends the outcome back to the shard.
+func (b *Batcher) flush(s *shard, bundle []flushPart) {
+	segs := make([]ports.Segment, len(bundle))
+	plans := make([]plan, len(bundle))
+	frames := 0
+	for k, fp := range bundle {
+		segs[k], plans[k] = b.build(fp)
+		frames += len(fp.refs)
+	}
+
+	start := time.Now()
+	results, err := b.store.PushSegments(context.Background(), segs)
+	b.releasePermit(time.Since(start), err == nil)
+
+	out := &flushed{parts: make([]*part, len(bundle)), remainder: make([][]ref, len(bundle))}
+	for k, fp := range bundle {
+		out.parts[k] = fp.p
+	}
+	if err == nil && len(results) != len(segs) {
+		err = fmt.Errorf("fusion: store returned %d results for %d segments: %w", len(results), len(segs), errBadResult)
+	}
+	if err != nil {
+		b.stats.failed.Add(1)
+		b.opts.Logger.Error("push bundle failed", "segments", len(segs), "frames", frames, "err", err)
+		for _, fp := range bundle {
+			for _, r := range fp.refs {
+				complete(r, Result{Status: Error})
+			}
+		}
+	} else {
+		b.stats.bundle(len(segs), frames)
+		for k, fp := range bundle {
+			out.remainder[k] = b.apply(fp, plans[k], results[k])
+		}
+	}
+	s.done <- out
+}
+
+// build runs layer-2 dedup over a partition's frames and packs the segment.
+func (b *Batcher) build(fp flushPart) (ports.Segment, plan) {
+	hashes := make([][16]byte, len(fp.refs))
+	for j, r := range fp.refs {
+		hashes[j] = r.g.Hashes[r.i]
+	}
+	pl := plan{firsts: dedup.Firsts(hashes, make([]int, 0, len(hashes))), slot: make([]int, len(hashes))}
+	frames := make([]segment.Frame, 0, len(fp.refs))
+	hashBlob := make([]byte, 0, 16*len(fp.refs))
+	for j, r := range fp.refs {
+		if pl.firsts[j] != j {
+			continue
+		}
+		pl.slot[j] = len(frames)
+		frames = append(frames, r.g.Frames[r.i])
+		hashBlob = append(hashBlob, hashes[j][:]...)
+	}
+	return ports.Segment{
+		Tenant:    fp.p.tenant,
+		Queue:     fp.p.queue,
+		Partition: fp.p.partition,
+		Count:     len(frames),
+		Hashes:    hashBlob,
+		Verified:  -1,
+		Blob:      b.codec.Encode(frames),
+	}, pl
+}
+
+// apply routes one segment's verdict to its frames and returns the frames to flush
+// again (the non-duplicate rest of a segment answered duplicate), in order.
+func (b *Batcher) apply(fp flushPart, pl plan, res ports.SegmentResult) []ref {
+	switch res.Status {
+	case ports.SegmentQueued:
+		for j, r := range fp.refs {
+			first := fp.refs[pl.firsts[j]]
+			v := Result{
+				Status:      Queued,
+				Offset:      res.BaseOffset + int64(pl.slot[pl.firsts[j]]),
+				CreatedAt:   res.CreatedAt,
+				PartitionID: res.PartitionID,
+				MessageID:   first.g.Frames[first.i].ID,
+			}
+			if pl.firsts[j] != j {
+				v.Status = Duplicate // repeats its first, earlier in this flush
+			}
+			complete(r, v)
+		}
+		return nil
+	case ports.SegmentDuplicate:
+		if len(res.Dups) > 0 {
+			return b.applyDuplicate(fp, pl, res)
+		}
+		b.opts.Logger.Error("push segment answered duplicate without duplicates", "partition_id", res.PartitionID, "err", errBadResult)
+		fallthrough
+	default:
+		for _, r := range fp.refs {
+			complete(r, Result{Status: Error})
+		}
+		return nil
+	}
+}
+
+// applyDuplicate resolves the duplicate frames of a segment that wrote nothing; the rest
+// go back for the next flush.
+func (b *Batcher) applyDuplicate(fp flushPart, pl plan, res ports.SegmentResult) []ref {
+	orig := make(map[int]int64, len(res.Dups)) // segment slot -> original offset
+	for _, d := range res.Dups {
+		orig[d.Index] = d.Offset
+	}
+	ids := newOriginals(b, res.PartitionID)
+	var rest []ref
+	for j, r := range fp.refs {
+		off, dup := orig[pl.slot[pl.firsts[j]]]
+		if !dup {
+			rest = append(rest, r)
+			continue
+		}
+		complete(r, Result{
+			Status:      Duplicate,
+			Offset:      off,
+			PartitionID: res.PartitionID,
+			MessageID:   ids.at(off),
+		})
+	}
+	return rest
+}
+
+// originals resolves original message ids from covering segments, reading each segment
+// once per flush. This is the rare path: plain, uncached reads.
+type originals struct {
+	b       *Batcher
+	pid     string
+	base    int64
+	frames  []segment.Frame
+	fetched bool
+}
+
+func newOriginals(b *Batcher, pid string) *originals { return &originals{b: b, pid: pid} }
+
+func (o *originals) at(off int64) [16]byte {
+	if o.fetched && off >= o.base && off < o.base+int64(len(o.frames)) {
+		return o.frames[off-o.base].ID
+	}
+	o.fetched, o.frames = true, nil
+	seg, ok, err := o.b.store.SegmentAt(context.Background(), o.pid, off)
+	if err != nil {
+		o.b.opts.Logger.Warn("duplicate: original segment unreadable", "partition_id", o.pid, "offset", off, "err", err)
+		return [16]byte{}
+	}
+	if !ok {
+		return [16]byte{} // removed by retention: the "original unknown" sentinel
+	}
+	frames, err := o.b.codec.Decode(seg.Blob)
+	if err != nil || off-seg.BaseOffset >= int64(len(frames)) {
+		o.b.opts.Logger.Error("duplicate: original segment corrupt", "partition_id", o.pid, "offset", off, "err", err)
+		return [16]byte{}
+	}
+	o.base, o.frames = seg.BaseOffset, frames
+	return frames[off-seg.BaseOffset].ID
+}

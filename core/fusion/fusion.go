@@ -1,0 +1,290 @@
+package fusion
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/zeebo/xxh3"
+
+	"github.com/queen-go/queen/core/segment"
+	"github.com/queen-go/queen/core/vegas"
+	"github.com/queen-go/queen/ports"
+)
+
+// Status is a frame's verdict.
+type Status uint8
+
+const (
+	// Queued: stored at Offset.
+	Queued Status = iota + 1
+	// Duplicate: an equal transactionId is already stored at Offset (or earlier in the
+	// same flush); MessageID is the original's id, zero when it is gone.
+	Duplicate
+	// Error: the bundle carrying the frame failed; nothing was stored.
+	Error
+)
+
+// Result is the verdict of one frame.
+type Result struct {
+	Status      Status
+	Offset      int64
+	CreatedAt   time.Time
+	PartitionID string
+	MessageID   [16]byte
+}
+
+// Group is one request's frames for one (tenant, queue, partition), in body order.
+// Results is filled in frame order; Done is called once, after the last verdict.
+type Group struct {
+	Tenant, Queue, Partition string
+	Frames                   []segment.Frame
+	Hashes                   [][16]byte // xxh3-128 of each frame's transaction id
+	Results                  []Result
+	Done                     func()
+
+	remaining atomic.Int64
+}
+
+// Options tunes a Batcher; zero values take the defaults in brackets.
+type Options struct {
+	Shards       int           // [8] QUEEN_V2_FUSION_SHARDS
+	BundleMax    int           // [16] QUEEN_V2_BUNDLE_MAX: partitions per commit
+	Hold         time.Duration // [15ms] QUEEN_V2_FUSION_HOLD_MS: liveness backstop tick
+	MaxInflight  int           // [8] concurrent bundles per shard
+	Limiter      *vegas.Limiter
+	Logger       *slog.Logger
+	SummaryEvery time.Duration // [10s] cadence of the bundle summary log line
+}
+
+func (o *Options) defaults() {
+	if o.Shards <= 0 {
+		o.Shards = 8
+	}
+	if o.BundleMax <= 0 {
+		o.BundleMax = 16
+	}
+	if o.Hold <= 0 {
+		o.Hold = 15 * time.Millisecond
+	}
+	if o.MaxInflight <= 0 {
+		o.MaxInflight = 8
+	}
+	if o.Limiter == nil {
+		o.Limiter = vegas.New(vegas.Options{})
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.SummaryEvery <= 0 {
+		o.SummaryEvery = 10 * time.Second
+	}
+}
+
+// ErrClosed is logged for groups submitted after Close; they resolve to Error.
+var ErrClosed = errors.New("fusion: batcher closed")
+
+// Batcher is the fusion layer. Create it with New; it runs until Close.
+type Batcher struct {
+	store  ports.SegmentStore
+	codec  *segment.Codec
+	opts   Options
+	shards []*shard
+
+	mu     sync.RWMutex // guards closed against concurrent Submit
+	closed bool
+	wg     sync.WaitGroup
+	stop   chan struct{}
+
+	waitMu  sync.Mutex
+	waiters map[*shard]struct{} // shards that found no free permit
+
+	stats counters
+}
+
+// New starts a Batcher committing through store.
+func New(store ports.SegmentStore, codec *segment.Codec, opts Options) *Batcher {
+	opts.defaults()
+	b := &Batcher{
+		store:   store,
+		codec:   codec,
+		opts:    opts,
+		stop:    make(chan struct{}),
+		waiters: make(map[*shard]struct{}),
+	}
+	b.shards = make([]*shard, opts.Shards)
+	for i := range b.shards {
+		b.shards[i] = newShard(b)
+	}
+	for _, s := range b.shards {
+		b.wg.Add(1)
+		go func() {
+			defer b.wg.Done()
+			s.run()
+		}()
+	}
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		b.summarize()
+	}()
+	return b
+}
+
+// Submit hands a group to its shard. It never waits for the commit: g.Done is called
+// when every frame has a verdict. Groups without frames complete at once.
+func (b *Batcher) Submit(g *Group) {
+	n := len(g.Frames)
+	if len(g.Results) != n {
+		g.Results = make([]Result, n)
+	}
+	if n == 0 {
+		g.Done()
+		return
+	}
+	g.remaining.Store(int64(n))
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	if b.closed {
+		b.opts.Logger.Warn("push after shutdown began", "queue", g.Queue, "err", ErrClosed)
+		for i := range g.Frames {
+			complete(ref{g, i}, Result{Status: Error})
+		}
+		return
+	}
+	b.shards[b.shardOf(g)].in <- g
+}
+
+func (b *Batcher) shardOf(g *Group) int {
+	h := xxh3.New()
+	h.WriteString(g.Tenant)
+	h.WriteString("\x1f")
+	h.WriteString(g.Queue)
+	h.WriteString("\x1f")
+	h.WriteString(g.Partition)
+	return int(h.Sum64() % uint64(len(b.shards)))
+}
+
+// Close stops accepting groups, commits everything already submitted and waits for the
+// last flush, or until ctx ends.
+func (b *Batcher) Close(ctx context.Context) error {
+	b.mu.Lock()
+	if !b.closed {
+		b.closed = true
+		close(b.stop)
+	}
+	b.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		b.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("fusion: close: %w", ctx.Err())
+	}
+}
+
+// Stats returns cumulative counters.
+func (b *Batcher) Stats() Stats { return b.stats.snapshot() }
+
+// wantPermit records that s has ready partitions but found no permit.
+func (b *Batcher) wantPermit(s *shard) {
+	b.waitMu.Lock()
+	b.waiters[s] = struct{}{}
+	b.waitMu.Unlock()
+}
+
+// releasePermit returns a permit and wakes the shards that were refused one.
+func (b *Batcher) releasePermit(rtt time.Duration, ok bool) {
+	b.opts.Limiter.Release(rtt, ok)
+	b.waitMu.Lock()
+	for s := range b.waiters {
+		s.poke()
+		delete(b.waiters, s)
+	}
+	b.waitMu.Unlock()
+}
+
+// complete records a frame's verdict and finishes its group after the last one.
+func complete(r ref, res Result) {
+	r.g.Results[r.i] = res
+	if r.g.remaining.Add(-1) == 0 {
+		r.g.Done()
+	}
+}
+
+// Stats are cumulative fusion counters.
+type Stats struct {
+	Commits       uint64  // bundles committed
+	Failed        uint64  // bundles that failed as a whole
+	Segments      uint64  // segments committed or answered duplicate
+	Frames        uint64  // frames fired in bundles (layer-2 followers included)
+	ItemsPerBatch float64 // moving average of frames per bundle
+}
+
+type counters struct {
+	commits, failed, segments, frames atomic.Uint64
+	itemsPerBatch                     atomic.Uint64 // float64 bits
+}
+
+func (c *counters) bundle(segments, frames int) {
+	c.commits.Add(1)
+	c.segments.Add(uint64(segments))
+	c.frames.Add(uint64(frames))
+	for {
+		old := c.itemsPerBatch.Load()
+		avg := math.Float64frombits(old)
+		next := float64(frames)
+		if avg != 0 {
+			next = avg + (next-avg)/16 // exponential average over ~16 bundles
+		}
+		if c.itemsPerBatch.CompareAndSwap(old, math.Float64bits(next)) {
+			return
+		}
+	}
+}
+
+func (c *counters) snapshot() Stats {
+	return Stats{
+		Commits:       c.commits.Load(),
+		Failed:        c.failed.Load(),
+		Segments:      c.segments.Load(),
+		Frames:        c.frames.Load(),
+		ItemsPerBatch: math.Float64frombits(c.itemsPerBatch.Load()),
+	}
+}
+
+// summarize logs the bundle summary about every SummaryEvery while there is traffic.
+func (b *Batcher) summarize() {
+	t := time.NewTicker(b.opts.SummaryEvery)
+	defer t.Stop()
+	last := b.stats.snapshot()
+	for {
+		select {
+		case <-b.stop:
+			return
+		case <-t.C:
+		}
+		now := b.stats.snapshot()
+		commits, segs := now.Commits-last.Commits, now.Segments-last.Segments
+		if commits > 0 || now.Failed > last.Failed {
+			b.opts.Logger.Info("fusion bundle summary",
+				"target", "fusion",
+				"commits", commits,
+				"segments", segs,
+				"segments_per_commit", math.Round(float64(segs)/float64(max(commits, 1))*100)/100,
+				"items", now.Frames-last.Frames,
+				"failed_bundles", now.Failed-last.Failed,
+				"push_limit", b.opts.Limiter.Limit())
+		}
+		last = now
+	}
+}

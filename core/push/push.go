@@ -1,0 +1,294 @@
+package push
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/queen-go/queen/core/dedup"
+	"github.com/queen-go/queen/core/envelope"
+	"github.com/queen-go/queen/core/fusion"
+	"github.com/queen-go/queen/core/names"
+	"github.com/queen-go/queen/core/segment"
+	"github.com/queen-go/queen/ports"
+)
+
+// DefaultPartition is the partition of items that name none.
+const DefaultPartition = "Default"
+
+// Item is one pushed message as parsed from the request.
+type Item struct {
+	Queue         string
+	Partition     string // "" means DefaultPartition
+	TransactionID string // "" means the minted message id
+	Payload       []byte // raw JSON, stored byte for byte
+}
+
+// Status is an item's outcome, spelled as on the wire.
+type Status string
+
+const (
+	StatusQueued    Status = "queued"
+	StatusDuplicate Status = "duplicate"
+	StatusBuffered  Status = "buffered"
+	StatusFailed    Status = "failed"
+	StatusError     Status = "error"
+)
+
+// Result is one item's outcome.
+type Result struct {
+	Index         int
+	MessageID     [16]byte
+	TransactionID string
+	Queue         string
+	Partition     string
+	PartitionID   string
+	Status        Status
+	Offset        int64
+	HasOffset     bool // queued and duplicate carry an offset
+}
+
+// InputError says which item of a request is invalid and why.
+type InputError struct {
+	Index int
+	Field string
+	Msg   string
+}
+
+func (e *InputError) Error() string {
+	return fmt.Sprintf("item %d: %s %s", e.Index, e.Field, e.Msg)
+}
+
+// Validate checks every item's names and transaction id.
+func Validate(items []Item) error {
+	for i, it := range items {
+		if err := names.Check(it.Queue); err != nil {
+			return &InputError{Index: i, Field: "queue", Msg: err.Error()}
+		}
+		if it.Partition != "" {
+			if err := names.Check(it.Partition); err != nil {
+				return &InputError{Index: i, Field: "partition", Msg: err.Error()}
+			}
+		}
+		if err := names.CheckTransactionID(it.TransactionID); err != nil {
+			return &InputError{Index: i, Field: "transactionId", Msg: err.Error()}
+		}
+	}
+	return nil
+}
+
+// Options configures a Service; zero values take the defaults in brackets.
+type Options struct {
+	Sealer   *envelope.Sealer    // [nil] encryption off
+	Settings ports.QueueSettings // required when Sealer is set
+	CacheTTL time.Duration       // [60s] how long a queue's encryption flag is trusted
+	Logger   *slog.Logger
+	NewID    func() [16]byte // [UUIDv7]
+}
+
+// Service runs pushes through a fusion batcher.
+type Service struct {
+	batcher *fusion.Batcher
+	opts    Options
+
+	mu    sync.Mutex
+	flags map[string]flag // tenant\x1fqueue -> encryption flag
+
+	requests, messages atomic.Uint64
+}
+
+type flag struct {
+	on bool
+	at time.Time
+}
+
+// New returns a Service submitting to batcher.
+func New(batcher *fusion.Batcher, opts Options) *Service {
+	if opts.CacheTTL <= 0 {
+		opts.CacheTTL = time.Minute
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.NewID == nil {
+		opts.NewID = newV7
+	}
+	return &Service{batcher: batcher, opts: opts, flags: make(map[string]flag)}
+}
+
+func newV7() [16]byte {
+	id, err := uuid.NewV7()
+	if err != nil {
+		// NewV7 only fails when the system's random source does: nothing can be minted.
+		panic(fmt.Sprintf("push: mint UUIDv7: %v", err))
+	}
+	return id
+}
+
+// Stats are cumulative request and message counts.
+type Stats struct{ Requests, Messages uint64 }
+
+// Stats returns the counters.
+func (s *Service) Stats() Stats {
+	return Stats{Requests: s.requests.Load(), Messages: s.messages.Load()}
+}
+
+// slot locates an item's verdict: frame frame of group group, or a follower of leader.
+type slot struct {
+	group, frame int
+	leader       int
+}
+
+// Push stores items (already validated) for tenant and returns one result per item in
+// order. producerSub is the authenticated producer ("" when authentication is off).
+func (s *Service) Push(ctx context.Context, tenant, producerSub string, items []Item) []Result {
+	s.requests.Add(1)
+	s.messages.Add(uint64(len(items)))
+	results := make([]Result, len(items))
+	keys := make([]dedup.Key, len(items))
+	for i, it := range items {
+		id := s.opts.NewID()
+		part := it.Partition
+		if part == "" {
+			part = DefaultPartition
+		}
+		txn := it.TransactionID
+		if txn == "" {
+			txn = uuid.UUID(id).String()
+		}
+		results[i] = Result{Index: i, MessageID: id, TransactionID: txn, Queue: it.Queue, Partition: part}
+		keys[i] = dedup.Key{Tenant: tenant, Queue: it.Queue, Partition: part, TransactionID: txn}
+	}
+	leaders := dedup.Leaders(keys)
+
+	var groups []*fusion.Group
+	byPartition := make(map[[2]string]int)
+	slots := make([]slot, len(items))
+	encrypt := s.encryptionFor(ctx, tenant)
+	var wg sync.WaitGroup
+	for i, it := range items {
+		if leaders[i] != i {
+			slots[i] = slot{leader: leaders[i]}
+			continue
+		}
+		r := &results[i]
+		gk := [2]string{r.Queue, r.Partition}
+		gi, ok := byPartition[gk]
+		if !ok {
+			gi = len(groups)
+			byPartition[gk] = gi
+			groups = append(groups, &fusion.Group{Tenant: tenant, Queue: r.Queue, Partition: r.Partition, Done: wg.Done})
+		}
+		g := groups[gi]
+		f := segment.Frame{ID: r.MessageID, TransactionID: r.TransactionID, ProducerSub: producerSub, Payload: it.Payload}
+		if encrypt(r.Queue) {
+			s.seal(&f)
+		}
+		slots[i] = slot{group: gi, frame: len(g.Frames), leader: i}
+		g.Frames = append(g.Frames, f)
+		g.Hashes = append(g.Hashes, dedup.Hash(r.TransactionID))
+	}
+	wg.Add(len(groups))
+	for _, g := range groups {
+		s.batcher.Submit(g)
+	}
+	wg.Wait()
+
+	for i := range results {
+		sl := slots[i]
+		if sl.leader == i {
+			fill(&results[i], groups[sl.group].Results[sl.frame])
+		}
+	}
+	for i := range results {
+		if l := slots[i].leader; l != i {
+			follow(&results[i], &results[l])
+		}
+	}
+	return results
+}
+
+// fill copies a leader's fusion verdict into its result.
+func fill(r *Result, v fusion.Result) {
+	r.PartitionID = v.PartitionID
+	switch v.Status {
+	case fusion.Queued:
+		r.Status, r.Offset, r.HasOffset = StatusQueued, v.Offset, true
+	case fusion.Duplicate:
+		r.Status, r.Offset, r.HasOffset, r.MessageID = StatusDuplicate, v.Offset, true, v.MessageID
+	default:
+		r.Status = StatusError
+	}
+}
+
+// follow makes a layer-1 follower report its leader's final id and offset. A follower of
+// a leader that was not stored shares the leader's status: it is not a duplicate of
+// anything stored.
+func follow(r, leader *Result) {
+	r.MessageID, r.PartitionID = leader.MessageID, leader.PartitionID
+	r.Offset, r.HasOffset = leader.Offset, leader.HasOffset
+	switch leader.Status {
+	case StatusQueued, StatusDuplicate:
+		r.Status = StatusDuplicate
+	default:
+		r.Status = leader.Status
+	}
+}
+
+// seal replaces a frame's payload by its encryption envelope. Encryption failure keeps
+// the plaintext: it never fails the push (api.md §5.1).
+func (s *Service) seal(f *segment.Frame) {
+	env, err := s.opts.Sealer.Seal(f.Payload)
+	if err != nil {
+		s.opts.Logger.Error("push: encryption failed, storing plaintext", "err", err)
+		return
+	}
+	f.Payload, f.Encrypted = env, true
+}
+
+// encryptionFor returns a per-request memo of the queues' encryption flags.
+func (s *Service) encryptionFor(ctx context.Context, tenant string) func(queue string) bool {
+	if s.opts.Sealer == nil || s.opts.Settings == nil {
+		return func(string) bool { return false }
+	}
+	memo := make(map[string]bool)
+	return func(queue string) bool {
+		on, ok := memo[queue]
+		if !ok {
+			on = s.encryptionEnabled(ctx, tenant, queue)
+			memo[queue] = on
+		}
+		return on
+	}
+}
+
+func (s *Service) encryptionEnabled(ctx context.Context, tenant, queue string) bool {
+	key := tenant + "\x1f" + queue
+	s.mu.Lock()
+	f, ok := s.flags[key]
+	s.mu.Unlock()
+	if ok && time.Since(f.at) < s.opts.CacheTTL {
+		return f.on
+	}
+	on, err := s.opts.Settings.EncryptionEnabled(ctx, tenant, queue)
+	if err != nil {
+		s.opts.Logger.Warn("push: encryption flag unavailable, storing plaintext", "queue", queue, "err", err)
+		return false
+	}
+	s.mu.Lock()
+	s.flags[key] = flag{on: on, at: time.Now()}
+	s.mu.Unlock()
+	return on
+}
+
+// Forget drops cached per-queue flags (called when a queue is reconfigured).
+func (s *Service) Forget(tenant, queue string) {
+	s.mu.Lock()
+	delete(s.flags, tenant+"\x1f"+queue)
+	s.mu.Unlock()
+}

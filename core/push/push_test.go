@@ -1,0 +1,216 @@
+package push
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"github.com/queen-go/queen/adapters/memory"
+	"github.com/queen-go/queen/core/envelope"
+	"github.com/queen-go/queen/core/fusion"
+	"github.com/queen-go/queen/core/segment"
+	"github.com/queen-go/queen/ports"
+)
+
+const tenant = ports.DefaultTenant
+
+type fixture struct {
+	store *memory.Store
+	codec *segment.Codec
+	svc   *Service
+}
+
+func newFixture(t *testing.T, opts Options) *fixture {
+	t.Helper()
+	codec, err := segment.NewCodec(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := memory.NewStore()
+	b := fusion.New(store, codec, fusion.Options{})
+	t.Cleanup(func() { _ = b.Close(context.Background()) })
+	if opts.Settings == nil {
+		opts.Settings = store
+	}
+	return &fixture{store: store, codec: codec, svc: New(b, opts)}
+}
+
+func (f *fixture) frames(t *testing.T, queue, partition string) []segment.Frame {
+	t.Helper()
+	var out []segment.Frame
+	for _, sg := range f.store.Segments(tenant, queue, partition) {
+		fr, err := f.codec.Decode(sg.Blob)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, fr...)
+	}
+	return out
+}
+
+func TestPushMintsIDsAndDefaults(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Options{})
+	res := f.svc.Push(t.Context(), tenant, "", []Item{
+		{Queue: "q", Payload: []byte(`{"a":1}`)},
+		{Queue: "q", Partition: "p", TransactionID: "given", Payload: []byte(`null`)},
+	})
+	if len(res) != 2 {
+		t.Fatalf("%d results, want 2", len(res))
+	}
+	id := uuid.UUID(res[0].MessageID)
+	if id.Version() != 7 {
+		t.Fatalf("message id %s is version %d, want UUIDv7", id, id.Version())
+	}
+	if res[0].TransactionID != id.String() {
+		t.Fatalf("default transaction id = %q, want the message id %q", res[0].TransactionID, id)
+	}
+	if res[0].Partition != DefaultPartition || res[0].Status != StatusQueued || !res[0].HasOffset || res[0].Offset != 0 {
+		t.Fatalf("first result %+v", res[0])
+	}
+	if res[1].TransactionID != "given" || res[1].Partition != "p" {
+		t.Fatalf("second result %+v", res[1])
+	}
+	if got := f.frames(t, "q", "p"); len(got) != 1 || string(got[0].Payload) != `null` {
+		t.Fatalf("stored frames %+v, want the null payload byte for byte", got)
+	}
+}
+
+func TestPushOrderAndGrouping(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Options{})
+	items := []Item{
+		{Queue: "q", Partition: "a", Payload: []byte(`1`)},
+		{Queue: "q", Partition: "b", Payload: []byte(`2`)},
+		{Queue: "r", Partition: "a", Payload: []byte(`3`)},
+		{Queue: "q", Partition: "a", Payload: []byte(`4`)},
+		{Queue: "q", Partition: "b", Payload: []byte(`5`)},
+		{Queue: "q", Partition: "a", Payload: []byte(` 6 `)},
+	}
+	res := f.svc.Push(t.Context(), tenant, "", items)
+	wantOffsets := []int64{0, 0, 0, 1, 1, 2}
+	for i, r := range res {
+		if r.Index != i || r.Status != StatusQueued || r.Offset != wantOffsets[i] || r.Queue != items[i].Queue {
+			t.Fatalf("result %d = %+v, want queued at %d", i, r, wantOffsets[i])
+		}
+	}
+	got := f.frames(t, "q", "a")
+	if len(got) != 3 || string(got[0].Payload) != "1" || string(got[1].Payload) != "4" || string(got[2].Payload) != " 6 " {
+		t.Fatalf("partition q/a frames out of body order: %+v", got)
+	}
+}
+
+func TestPushLayerOneDedup(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Options{})
+	first := f.svc.Push(t.Context(), tenant, "", []Item{{Queue: "q", TransactionID: "stored", Payload: []byte(`1`)}})
+
+	res := f.svc.Push(t.Context(), tenant, "", []Item{
+		{Queue: "q", TransactionID: "x", Payload: []byte(`1`)},
+		{Queue: "q", TransactionID: "x", Payload: []byte(`2`)},      // follower of a queued leader
+		{Queue: "q", TransactionID: "stored", Payload: []byte(`3`)}, // leader, duplicate of history
+		{Queue: "q", TransactionID: "stored", Payload: []byte(`4`)}, // follower of that duplicate
+		{Queue: "q", Partition: "other", TransactionID: "x", Payload: []byte(`5`)},
+	})
+	check := func(i int, st Status, id [16]byte) {
+		t.Helper()
+		if res[i].Status != st || res[i].MessageID != id {
+			t.Fatalf("item %d = %+v, want %s with id %x", i, res[i], st, id)
+		}
+	}
+	check(0, StatusQueued, res[0].MessageID)
+	check(1, StatusDuplicate, res[0].MessageID)
+	check(2, StatusDuplicate, first[0].MessageID)
+	check(3, StatusDuplicate, first[0].MessageID)
+	check(4, StatusQueued, res[4].MessageID)
+	if res[1].Offset != res[0].Offset || res[3].Offset != first[0].Offset {
+		t.Fatalf("followers must report their leader's offset: %+v", res)
+	}
+	if n := len(f.frames(t, "q", DefaultPartition)); n != 2 {
+		t.Fatalf("%d frames stored in q/Default, want 2 (stored, x)", n)
+	}
+}
+
+type countingSettings struct {
+	calls atomic.Int32
+	on    map[string]bool
+}
+
+func (c *countingSettings) EncryptionEnabled(_ context.Context, _, queue string) (bool, error) {
+	c.calls.Add(1)
+	if queue == "broken" {
+		return false, errors.New("database down")
+	}
+	return c.on[queue], nil
+}
+
+func TestPushEncryptsConfiguredQueues(t *testing.T) {
+	t.Parallel()
+	sealer, err := envelope.New(bytes.Repeat([]byte{1}, 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	settings := &countingSettings{on: map[string]bool{"secret": true}}
+	f := newFixture(t, Options{Sealer: sealer, Settings: settings})
+	items := make([]Item, 0, 1000)
+	for i := range 1000 {
+		q := []string{"secret", "plain", "broken"}[i%3]
+		items = append(items, Item{Queue: q, Payload: []byte(`{"n":1}`)})
+	}
+	for _, r := range f.svc.Push(t.Context(), tenant, "", items) {
+		if r.Status != StatusQueued {
+			t.Fatalf("item %d: %+v", r.Index, r)
+		}
+	}
+	if n := settings.calls.Load(); n != 3 {
+		t.Fatalf("%d flag lookups for a push over three queues, want 3", n)
+	}
+	sec := f.frames(t, "secret", DefaultPartition)
+	if !sec[0].Encrypted || !strings.Contains(string(sec[0].Payload), `"authTag"`) {
+		t.Fatalf("secret queue frame not encrypted: %+v", sec[0])
+	}
+	if pt, err := sealer.Open(sec[0].Payload); err != nil || string(pt) != `{"n":1}` {
+		t.Fatalf("envelope opens to %q, %v", pt, err)
+	}
+	for _, q := range []string{"plain", "broken"} {
+		if fr := f.frames(t, q, DefaultPartition); fr[0].Encrypted || string(fr[0].Payload) != `{"n":1}` {
+			t.Fatalf("queue %s frame should be plaintext: %+v", q, fr[0])
+		}
+	}
+}
+
+func TestValidate(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name  string
+		items []Item
+		field string
+	}{
+		{"ok", []Item{{Queue: "q", Partition: "p", TransactionID: "t"}}, ""},
+		{"empty queue", []Item{{Queue: ""}}, "queue"},
+		{"control in partition", []Item{{Queue: "q", Partition: "a\x01"}}, "partition"},
+		{"long partition", []Item{{Queue: "q", Partition: strings.Repeat("p", 256)}}, "partition"},
+		{"long transaction id", []Item{{Queue: "q"}, {Queue: "q", TransactionID: strings.Repeat("t", 65536)}}, "transactionId"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			err := Validate(tt.items)
+			var ie *InputError
+			if tt.field == "" {
+				if err != nil {
+					t.Fatalf("Validate = %v, want nil", err)
+				}
+				return
+			}
+			if !errors.As(err, &ie) || ie.Field != tt.field {
+				t.Fatalf("Validate = %v, want an InputError on %s", err, tt.field)
+			}
+		})
+	}
+}

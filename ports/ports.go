@@ -1,0 +1,91 @@
+package ports
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// DefaultTenant is the tenant of every queue while tenancy is off. Every in-memory key
+// already carries the tenant, so turning tenancy on later changes no data structure.
+const DefaultTenant = "00000000-0000-0000-0000-000000000001"
+
+// Segment is one partition's share of a fusion bundle: Count frames packed into Blob
+// (layout in core/segment) with their transaction-id hashes in Hashes (16 bytes per
+// frame, frame order).
+type Segment struct {
+	Tenant    string
+	Queue     string
+	Partition string
+	Count     int
+	Hashes    []byte // 16 x Count bytes of xxh3-128, frame k at [16k, 16k+16)
+	Verified  int64  // offsets <= Verified are known not to hold these hashes; -1 = none
+	Blob      []byte // zstd-compressed packed frames
+}
+
+// SegmentStatus is the outcome of one segment of a bundle.
+type SegmentStatus uint8
+
+const (
+	// SegmentQueued: the segment was stored; frame k is at offset BaseOffset+k.
+	SegmentQueued SegmentStatus = iota + 1
+	// SegmentDuplicate: some frames' hashes already exist in the partition inside the
+	// dedup window (listed in Dups); nothing of the segment was written.
+	SegmentDuplicate
+)
+
+// Dup names one incoming frame (Index, in segment frame order) and the absolute offset
+// of its original occurrence.
+type Dup struct {
+	Index  int
+	Offset int64
+}
+
+// SegmentResult is the verdict for one segment, in the same position as its input.
+type SegmentResult struct {
+	Status      SegmentStatus
+	PartitionID string
+	BaseOffset  int64
+	CreatedAt   time.Time
+	Dups        []Dup
+}
+
+// StoredSegment is a committed segment read back from the store.
+type StoredSegment struct {
+	BaseOffset int64
+	Count      int
+	CreatedAt  time.Time
+	Blob       []byte
+}
+
+// SegmentStore is where push bundles are committed.
+type SegmentStore interface {
+	// PushSegments commits every segment in one transaction and returns one result per
+	// segment in input order. An error means nothing of the bundle was committed.
+	PushSegments(ctx context.Context, segs []Segment) ([]SegmentResult, error)
+	// SegmentAt returns the segment covering offset in the partition; ok is false when
+	// it no longer exists (removed by retention).
+	SegmentAt(ctx context.Context, partitionID string, offset int64) (seg StoredSegment, ok bool, err error)
+}
+
+// QueueSettings answers per-queue questions the push path needs.
+type QueueSettings interface {
+	// EncryptionEnabled reports whether new payloads of the queue must be encrypted;
+	// false for a queue that does not exist yet.
+	EncryptionEnabled(ctx context.Context, tenant, queue string) (bool, error)
+}
+
+// Pinger checks that the database answers.
+type Pinger interface {
+	Ping(ctx context.Context) error
+}
+
+// Sentinel errors adapters translate their failures into.
+var (
+	// ErrUnavailable: the database could not be reached or the pool is exhausted.
+	ErrUnavailable = errors.New("database unavailable")
+	// ErrTimeout: a statement exceeded its timeout and was cancelled.
+	ErrTimeout = errors.New("statement timeout")
+	// ErrInvalid: the store rejected the input as malformed (a broker bug, not a client one).
+	ErrInvalid = errors.New("invalid input")
+)

@@ -1,0 +1,222 @@
+-- The push path: the allocator (log_push_one_v1), the fused bundle (log_push_multi_v1)
+-- and the covering-segment lookup (log_segment_at_v1). Seed 000 §4-5 is the specification.
+
+-- log_push_one_v1 is the only place an offset is assigned. The caller has already
+-- resolved the partition id and its deduplication window and holds (or is about to take)
+-- the partition row lock; p_now is the bundle timestamp stored as the segment's created_at.
+--
+-- Result (jsonb):
+--   {"s":"q","p":<pid>,"b":<base offset>,"t":<created_at>}  queued: frame k is at offset b+k
+--   {"s":"d","p":<pid>,"dups":[{"i":k,"off":o},...]}        duplicate: frames k match the
+--                                     stored offsets o; nothing was written for the segment
+CREATE OR REPLACE FUNCTION queen.log_push_one_v1(
+    p_pid      uuid,
+    p_window   integer,
+    p_count    integer,
+    p_hashes   bytea,
+    p_verified bigint,
+    p_blob     bytea,
+    p_now      timestamptz
+) RETURNS jsonb
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_last       bigint;
+    v_txns_start bigint;
+    v_lo         bigint;
+    v_old        bigint;
+    v_cutoff     timestamptz;
+    v_dups       jsonb;
+BEGIN
+    IF p_count IS NULL OR p_count < 1 THEN
+        RAISE EXCEPTION 'log_push_one_v1: msg_count must be positive, got %', p_count
+            USING ERRCODE = '22023';
+    END IF;
+    -- A stride mismatch would mis-address acks silently: fail loudly instead.
+    IF coalesce(octet_length(p_hashes), -1) <> 16 * p_count THEN
+        RAISE EXCEPTION 'log_push_one_v1: hash blob is % bytes, want 16 x % = %',
+            octet_length(p_hashes), p_count, 16 * p_count
+            USING ERRCODE = '22023';
+    END IF;
+
+    IF p_window > 0 THEN
+        -- Probe before allocate, under the row lock: a duplicate writes nothing.
+        SELECT last_offset, txns_start INTO v_last, v_txns_start
+          FROM queen.log_partitions WHERE id = p_pid FOR UPDATE;
+        IF NOT FOUND THEN
+            RAISE EXCEPTION 'log_push_one_v1: partition % not found', p_pid USING ERRCODE = 'P0002';
+        END IF;
+        v_cutoff := clock_timestamp() - make_interval(secs => p_window);
+        v_lo := GREATEST(coalesce(p_verified, -1), v_txns_start - 1);
+        IF v_last > v_lo THEN
+            -- created_at grows with the offset inside a partition, so the segments inside
+            -- the window are a suffix: find the newest one outside it (a short backward
+            -- index walk over the window) and probe only what follows.
+            SELECT t.end_offset INTO v_old
+              FROM queen.log_txns t
+             WHERE t.partition_id = p_pid AND t.end_offset > v_lo AND t.created_at < v_cutoff
+             ORDER BY t.end_offset DESC
+             LIMIT 1;
+            v_lo := GREATEST(v_lo, coalesce(v_old, -1));
+
+            SELECT jsonb_agg(jsonb_build_object('i', m.i, 'off', m.off) ORDER BY m.i) INTO v_dups
+              FROM (
+                SELECT DISTINCT ON (inc.i) inc.i, t.base_offset + s.k AS off
+                  FROM generate_series(0, p_count - 1) AS inc(i)
+                  JOIN queen.log_txns t
+                    ON t.partition_id = p_pid
+                   AND t.end_offset > v_lo
+                   AND t.created_at >= v_cutoff
+                   -- cheap byte search first; the aligned comparison below confirms it
+                   AND position(substring(p_hashes FROM inc.i * 16 + 1 FOR 16) IN t.hashes) > 0
+                 CROSS JOIN LATERAL generate_series(0, t.end_offset - t.base_offset) AS s(k)
+                 WHERE substring(t.hashes FROM s.k * 16 + 1 FOR 16)
+                     = substring(p_hashes FROM inc.i * 16 + 1 FOR 16)
+                 ORDER BY inc.i, off
+              ) m;
+            IF v_dups IS NOT NULL THEN
+                RETURN jsonb_build_object('s', 'd', 'p', p_pid, 'dups', v_dups);
+            END IF;
+        END IF;
+    END IF;
+
+    -- The allocation. With window 0 this UPDATE is also the lock. The CASE quantises
+    -- last_write_at to one second so the update stays HOT most of the time.
+    UPDATE queen.log_partitions SET
+        last_offset   = last_offset + p_count,
+        last_write_at = CASE WHEN clock_timestamp() - last_write_at > interval '1 second'
+                             THEN clock_timestamp() ELSE last_write_at END
+     WHERE id = p_pid
+    RETURNING last_offset INTO v_last;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'log_push_one_v1: partition % not found', p_pid USING ERRCODE = 'P0002';
+    END IF;
+
+    INSERT INTO queen.log_segments (partition_id, base_offset, msg_count, created_at, blob)
+    VALUES (p_pid, v_last - p_count + 1, p_count, p_now, p_blob);
+    -- Always written: ack-by-transactionId resolves through it even with dedup off.
+    INSERT INTO queen.log_txns (partition_id, end_offset, base_offset, created_at, hashes)
+    VALUES (p_pid, v_last, v_last - p_count + 1, p_now, p_hashes);
+
+    RETURN jsonb_build_object('s', 'q', 'p', p_pid, 'b', v_last - p_count + 1, 't', p_now);
+END
+$$;
+
+-- log_push_multi_v1 commits one fusion bundle: N segments, one per input ordinal, in one
+-- transaction. Results come back as a jsonb array in input order (element k is the
+-- log_push_one_v1 result of input k).
+CREATE OR REPLACE FUNCTION queen.log_push_multi_v1(
+    p_queues     text[],
+    p_partitions text[],
+    p_msg_counts integer[],
+    p_hashes     bytea[],
+    p_verified   bigint[],
+    p_blobs      bytea[],
+    p_tenants    uuid[] DEFAULT NULL
+) RETURNS jsonb
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_n       integer := coalesce(cardinality(p_queues), 0);
+    v_tenants uuid[]  := p_tenants;
+    v_ords    integer[];
+    v_pids    uuid[];
+    v_wins    integer[];
+    v_results jsonb[];
+    v_now     timestamptz;
+    v_k       integer;
+    v_ord     integer;
+BEGIN
+    IF v_tenants IS NULL THEN
+        v_tenants := array_fill('00000000-0000-0000-0000-000000000001'::uuid, ARRAY[v_n]);
+    END IF;
+    -- 1. Alignment guard: a silent misalignment would route verdicts to the wrong request.
+    IF coalesce(cardinality(p_partitions), 0) <> v_n OR coalesce(cardinality(p_msg_counts), 0) <> v_n
+       OR coalesce(cardinality(p_hashes), 0) <> v_n OR coalesce(cardinality(p_verified), 0) <> v_n
+       OR coalesce(cardinality(p_blobs), 0) <> v_n OR coalesce(cardinality(v_tenants), 0) <> v_n THEN
+        RAISE EXCEPTION 'log_push_multi_v1: misaligned arrays (queues %, partitions %, msg_counts %, hashes %, verified %, blobs %, tenants %)',
+            v_n, cardinality(p_partitions), cardinality(p_msg_counts), cardinality(p_hashes),
+            cardinality(p_verified), cardinality(p_blobs), cardinality(v_tenants)
+            USING ERRCODE = '22023';
+    END IF;
+    IF v_n = 0 THEN
+        RETURN '[]'::jsonb;
+    END IF;
+
+    -- 2. Provisioning skip: only when some (queue, partition) is missing do the inserts
+    -- run, each ordered by its unique key so concurrent bundles take speculative insertion
+    -- locks in the same order.
+    IF EXISTS (
+        SELECT 1
+          FROM unnest(p_queues, p_partitions, v_tenants) AS i(q, p, t)
+         WHERE NOT EXISTS (
+               SELECT 1 FROM queen.queues qq
+                 JOIN queen.log_partitions lp ON lp.queue_id = qq.id
+                WHERE qq.tenant_id = i.t AND qq.name = i.q AND lp.name = i.p)
+    ) THEN
+        INSERT INTO queen.queues (tenant_id, name, namespace, task)
+        SELECT DISTINCT i.t, i.q,
+               CASE WHEN strpos(i.q, '.') > 0 THEN split_part(i.q, '.', 1) ELSE '' END,
+               CASE WHEN strpos(i.q, '.') > 0 THEN split_part(i.q, '.', 2) ELSE '' END
+          FROM unnest(p_queues, v_tenants) AS i(q, t)
+         ORDER BY 1, 2
+        ON CONFLICT (tenant_id, name) DO NOTHING;
+
+        INSERT INTO queen.log_partitions (queue_id, name)
+        SELECT DISTINCT qq.id, i.p
+          FROM unnest(p_queues, p_partitions, v_tenants) AS i(q, p, t)
+          JOIN queen.queues qq ON qq.tenant_id = i.t AND qq.name = i.q
+         ORDER BY 1, 2
+        ON CONFLICT (queue_id, name) DO NOTHING;
+    END IF;
+
+    -- Resolve every ordinal's partition id and dedup window once, in lock order.
+    SELECT array_agg(x.ord ORDER BY x.pid, x.ord), array_agg(x.pid ORDER BY x.pid, x.ord),
+           array_agg(x.win ORDER BY x.pid, x.ord)
+      INTO v_ords, v_pids, v_wins
+      FROM (
+        SELECT i.ord::integer AS ord, lp.id AS pid, qq.dedup_window_seconds AS win
+          FROM unnest(p_queues, p_partitions, v_tenants) WITH ORDINALITY AS i(q, p, t, ord)
+          JOIN queen.queues qq ON qq.tenant_id = i.t AND qq.name = i.q
+          JOIN queen.log_partitions lp ON lp.queue_id = qq.id AND lp.name = i.p
+      ) x;
+
+    -- 3. One set-based pre-lock in the global lock order (ascending partition id).
+    PERFORM 1 FROM queen.log_partitions lp
+      WHERE lp.id = ANY (v_pids)
+      ORDER BY lp.id
+        FOR UPDATE OF lp;
+
+    -- 4. One bundle timestamp, taken after the locks.
+    v_now := clock_timestamp();
+
+    -- 5. Per segment, in ascending partition id order, the allocator.
+    v_results := array_fill(NULL::jsonb, ARRAY[v_n]);
+    FOR v_k IN 1 .. coalesce(cardinality(v_ords), 0) LOOP
+        v_ord := v_ords[v_k];
+        v_results[v_ord] := queen.log_push_one_v1(
+            v_pids[v_k], v_wins[v_k], p_msg_counts[v_ord], p_hashes[v_ord],
+            p_verified[v_ord], p_blobs[v_ord], v_now);
+    END LOOP;
+
+    -- 6. Completeness guard: every input ordinal produced exactly one result.
+    IF array_position(v_results, NULL) IS NOT NULL THEN
+        RAISE EXCEPTION 'log_push_multi_v1: input % produced no result (queue or partition vanished)',
+            array_position(v_results, NULL)
+            USING ERRCODE = 'P0002';
+    END IF;
+    RETURN to_jsonb(v_results);
+END
+$$;
+
+-- log_segment_at_v1 returns the segment covering p_off in partition p_pid, or no row when
+-- retention already removed it. Used to resolve a duplicate's original message id.
+CREATE OR REPLACE FUNCTION queen.log_segment_at_v1(p_pid uuid, p_off bigint)
+RETURNS TABLE (base_offset bigint, msg_count integer, created_at timestamptz, blob bytea)
+LANGUAGE sql STABLE AS $$
+    SELECT c.base_offset, c.msg_count, c.created_at, c.blob
+      FROM (SELECT s.base_offset, s.msg_count, s.created_at, s.blob
+              FROM queen.log_segments s
+             WHERE s.partition_id = p_pid AND s.base_offset <= p_off
+             ORDER BY s.base_offset DESC
+             LIMIT 1) c
+     WHERE c.base_offset + c.msg_count > p_off
+$$;

@@ -1,0 +1,33 @@
+// Package schema holds the broker's PostgreSQL schema as SQL files embedded with go:embed.
+//
+// The files are applied in lexical order at start-up by the postgres adapter, inside one
+// transaction that first takes a transaction-scoped advisory lock, so several brokers
+// starting at once apply them one after the other. Every statement is idempotent
+// (CREATE ... IF NOT EXISTS, CREATE OR REPLACE FUNCTION, guarded ALTERs), so applying the
+// schema again on every start is safe and cheap.
+//
+// Layout (schema "queen"):
+//
+//   - queues: one row per (tenant, queue name): identity and every configuration option.
+//   - log_partitions: one row per (queue, partition): the offset allocator last_offset,
+//     the retention watermarks log_start and txns_start, and last_write_at quantised to
+//     one second so that most allocator updates stay HOT although last_write_at is
+//     indexed. The row lock is the per-partition write serializer. The table is tuned for
+//     a tiny, very hot row set: fillfactor 50, threshold-only autovacuum, vacuum_truncate
+//     off (truncation takes an ACCESS EXCLUSIVE lock that would stall every push).
+//   - log_segments: one row per committed push segment: [base_offset, base_offset +
+//     msg_count) of one partition and one zstd blob of packed frames (see core/segment),
+//     stored EXTERNAL (already compressed: TOAST compression would only burn CPU).
+//   - log_txns: the hash sidecar, one row per segment with 16 bytes of xxh3-128 per frame
+//     in frame order. Always written: ack-by-transactionId resolves through it even when
+//     deduplication is off. Purged by its own watermark txns_start.
+//
+// Functions:
+//
+//   - log_push_multi_v1: one fused push bundle (N segments of N partitions) in one call.
+//   - log_push_one_v1: the allocator, the only place an offset is assigned.
+//   - log_segment_at_v1: the segment covering an offset (duplicate id resolution).
+//
+// One global lock order: partition rows in ascending id. Provisioning inserts are ordered
+// by their unique key.
+package schema
