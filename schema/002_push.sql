@@ -68,7 +68,7 @@ BEGIN
                    AND t.created_at >= v_cutoff
                    -- cheap byte search first; the aligned comparison below confirms it
                    AND position(substring(p_hashes FROM inc.i * 16 + 1 FOR 16) IN t.hashes) > 0
-                 CROSS JOIN LATERAL generate_series(0, t.end_offset - t.base_offset) AS s(k)
+                 CROSS JOIN LATERAL generate_series(0, (t.end_offset - t.base_offset)::integer) AS s(k)
                  WHERE substring(t.hashes FROM s.k * 16 + 1 FOR 16)
                      = substring(p_hashes FROM inc.i * 16 + 1 FOR 16)
                  ORDER BY inc.i, off

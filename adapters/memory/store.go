@@ -200,3 +200,14 @@ func (s *Store) Segments(tenant, queue, partition string) []ports.StoredSegment 
 	}
 	return out
 }
+
+// Age makes everything stored in the partition older by d.
+func (s *Store) Age(partitionID string, d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p := s.byID[partitionID]; p != nil {
+		for i := range p.segs {
+			p.segs[i].CreatedAt = p.segs[i].CreatedAt.Add(-d)
+		}
+	}
+}

@@ -1,0 +1,73 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+
+	"github.com/queen-go/queen/core/push"
+	"github.com/queen-go/queen/ports"
+)
+
+// badRequest is a client error found while parsing a request.
+type badRequest struct{ msg string }
+
+func (e *badRequest) Error() string { return e.msg }
+
+func badRequestf(format string, args ...any) error {
+	return &badRequest{msg: fmt.Sprintf(format, args...)}
+}
+
+// tooLarge is a body above the configured limit.
+type tooLarge struct{ limit int64 }
+
+func (e *tooLarge) Error() string {
+	return fmt.Sprintf("request body exceeds the %d-byte limit (QUEEN_MAX_BODY_BYTES)", e.limit)
+}
+
+// statusOf is the one table from errors to HTTP status codes.
+func statusOf(err error) int {
+	var (
+		br *badRequest
+		tl *tooLarge
+		ie *push.InputError
+	)
+	switch {
+	case errors.As(err, &br), errors.As(err, &ie):
+		return http.StatusBadRequest
+	case errors.As(err, &tl):
+		return http.StatusRequestEntityTooLarge
+	case errors.Is(err, ports.ErrUnavailable), errors.Is(err, ports.ErrTimeout):
+		return http.StatusServiceUnavailable
+	default:
+		return http.StatusInternalServerError
+	}
+}
+
+// writeError answers {"error": ...} with the status of err. Server-side errors are
+// logged in full and answered without internals.
+func writeError(w http.ResponseWriter, log *slog.Logger, err error) {
+	code := statusOf(err)
+	msg := err.Error()
+	var ie *push.InputError
+	switch {
+	case errors.As(err, &ie):
+		msg = "bad body: " + ie.Error()
+	case code >= 500:
+		log.Error("request failed", "status", code, "err", err)
+		msg = http.StatusText(code)
+	}
+	writeJSON(w, code, map[string]string{"error": msg})
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		code, b = http.StatusInternalServerError, []byte(`{"error":"response encoding failed"}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_, _ = w.Write(b)
+}

@@ -1,0 +1,147 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+
+	"github.com/google/uuid"
+
+	"github.com/queen-go/queen/core/push"
+)
+
+type pushBody struct {
+	Items *[]pushItem `json:"items"`
+}
+
+// pushItem keeps pointers so that "absent" and "null" are told apart from "".
+type pushItem struct {
+	Queue         *string         `json:"queue"`
+	Partition     *string         `json:"partition"`
+	Payload       json.RawMessage `json:"payload"` // "null" when null, empty when absent
+	TransactionID *string         `json:"transactionId"`
+}
+
+// readBody reads at most limit bytes of the body.
+func readBody(r *http.Request, limit int64) ([]byte, error) {
+	if r.ContentLength > limit {
+		return nil, &tooLarge{limit: limit}
+	}
+	b, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, limit))
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return nil, &tooLarge{limit: limit}
+	}
+	if err != nil {
+		return nil, badRequestf("bad body: %v", err)
+	}
+	return b, nil
+}
+
+// parsePush turns a push body into items, or a client error that says what is wrong.
+func parsePush(body []byte) ([]push.Item, error) {
+	var pb pushBody
+	if err := json.Unmarshal(body, &pb); err != nil {
+		return nil, badRequestf("bad body: %v", err)
+	}
+	if pb.Items == nil {
+		return nil, badRequestf("bad body: missing field `items` (an array of {queue, partition?, payload, transactionId?})")
+	}
+	items := make([]push.Item, len(*pb.Items))
+	for i, it := range *pb.Items {
+		if it.Queue == nil {
+			return nil, badRequestf("bad body: item %d: missing field `queue`", i)
+		}
+		if len(it.Payload) == 0 {
+			return nil, badRequestf("bad body: item %d: missing field `payload`", i)
+		}
+		items[i] = push.Item{Queue: *it.Queue, Payload: it.Payload}
+		if it.Partition != nil {
+			if *it.Partition == "" {
+				return nil, badRequestf("bad body: item %d: partition must not be empty (omit it for %q)", i, push.DefaultPartition)
+			}
+			items[i].Partition = *it.Partition
+		}
+		if it.TransactionID != nil {
+			items[i].TransactionID = *it.TransactionID
+		}
+	}
+	if err := push.Validate(items); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+func (a *api) handlePush(w http.ResponseWriter, r *http.Request) {
+	body, err := readBody(r, a.opts.MaxBodyBytes)
+	if err != nil {
+		writeError(w, a.opts.Logger, err)
+		return
+	}
+	items, err := parsePush(body)
+	if err != nil {
+		writeError(w, a.opts.Logger, err)
+		return
+	}
+	if len(items) == 0 {
+		writeRaw(w, http.StatusCreated, []byte("[]"))
+		return
+	}
+	results := a.push.Push(r.Context(), a.opts.Tenant, "", items)
+	writeRaw(w, http.StatusCreated, renderPush(results))
+}
+
+// renderPush appends the push response by hand: it is on the hot path and its shape is
+// fixed (api.md §5.1).
+func renderPush(results []push.Result) []byte {
+	b := make([]byte, 0, 160*len(results))
+	b = append(b, '[')
+	for i, r := range results {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"index":`...)
+		b = strconv.AppendInt(b, int64(r.Index), 10)
+		b = append(b, `,"message_id":"`...)
+		b = append(b, uuid.UUID(r.MessageID).String()...)
+		b = append(b, `","transaction_id":`...)
+		b = appendString(b, r.TransactionID)
+		b = append(b, `,"queueName":`...)
+		b = appendString(b, r.Queue)
+		b = append(b, `,"status":"`...)
+		b = append(b, r.Status...)
+		b = append(b, '"')
+		if r.HasOffset {
+			b = append(b, `,"offset":`...)
+			b = strconv.AppendInt(b, r.Offset, 10)
+		}
+		b = append(b, '}')
+	}
+	return append(b, ']')
+}
+
+// appendString appends s as a JSON string.
+func appendString(b []byte, s string) []byte {
+	simple := true
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= 0x7f {
+			simple = false
+			break
+		}
+	}
+	if simple {
+		b = append(b, '"')
+		b = append(b, s...)
+		return append(b, '"')
+	}
+	enc, _ := json.Marshal(s) // a string always encodes
+	return append(b, enc...)
+}
+
+func writeRaw(w http.ResponseWriter, code int, b []byte) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_, _ = w.Write(b)
+}

@@ -1,0 +1,70 @@
+package metrics
+
+import (
+	"net/http"
+	"runtime"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/queen-go/queen/core/fusion"
+	"github.com/queen-go/queen/core/push"
+)
+
+// Sources are the readings a scrape takes.
+type Sources struct {
+	Fusion    func() fusion.Stats
+	Push      func() push.Stats
+	PushLimit func() int
+	PoolStats func() (total, idle, acquired int32)
+}
+
+// Handler returns the /metrics/prometheus handler over a private registry.
+func Handler(src Sources) http.Handler {
+	reg := prometheus.NewRegistry()
+	start := time.Now()
+	pushOp := prometheus.Labels{"op": "push"}
+	counter := func(name, help string, labels prometheus.Labels, f func() float64) {
+		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help, ConstLabels: labels}, f))
+	}
+	gauge := func(name, help string, labels prometheus.Labels, f func() float64) {
+		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help, ConstLabels: labels}, f))
+	}
+
+	gauge("queen_uptime_seconds", "Seconds since the broker started.", nil,
+		func() float64 { return time.Since(start).Seconds() })
+	gauge("queen_process_resident_memory_bytes", "Memory obtained from the OS by the Go runtime.", nil,
+		func() float64 {
+			var ms runtime.MemStats
+			runtime.ReadMemStats(&ms)
+			return float64(ms.Sys)
+		})
+	counter("queen_process_push_requests_total", "Push requests accepted.", nil,
+		func() float64 { return float64(src.Push().Requests) })
+	counter("queen_process_push_messages_total", "Push items accepted.", nil,
+		func() float64 { return float64(src.Push().Messages) })
+	counter("queen_batches_fired_total", "Bundles committed, by operation.", pushOp,
+		func() float64 { return float64(src.Fusion().Commits) })
+	counter("queen_batch_items_fired_total", "Frames carried by committed bundles, by operation.", pushOp,
+		func() float64 { return float64(src.Fusion().Frames) })
+	gauge("queen_fusion_items_per_batch", "Moving average of frames per committed bundle.", pushOp,
+		func() float64 { return src.Fusion().ItemsPerBatch })
+	counter("queen_fusion_commits_total", "PostgreSQL commits made by push fusion.", nil,
+		func() float64 { return float64(src.Fusion().Commits) })
+	counter("queen_fusion_segments_total", "Partition segments carried by push fusion commits.", nil,
+		func() float64 { return float64(src.Fusion().Segments) })
+	counter("queen_fusion_failed_bundles_total", "Push bundles that failed as a whole.", nil,
+		func() float64 { return float64(src.Fusion().Failed) })
+	gauge("queen_admission_budget", "Current adaptive (Vegas) push concurrency limit.", prometheus.Labels{"lane": "push"},
+		func() float64 { return float64(src.PushLimit()) })
+	pool := func(pick func(total, idle, acquired int32) int32) func() float64 {
+		return func() float64 { return float64(pick(src.PoolStats())) }
+	}
+	gauge("queen_db_pool_size", "Open database connections.", nil, pool(func(t, _, _ int32) int32 { return t }))
+	gauge("queen_db_pool_idle", "Idle database connections.", nil, pool(func(_, i, _ int32) int32 { return i }))
+	gauge("queen_db_pool_active", "Database connections in use.", nil, pool(func(_, _, a int32) int32 { return a }))
+	reg.MustRegister(collectors.NewGoCollector())
+	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
+}

@@ -1,0 +1,202 @@
+package pgtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/queen-go/queen/adapters/pglocal"
+)
+
+// envURL names the environment variable holding the URL of an existing server to use instead of
+// a throwaway cluster.
+const envURL = "QUEEN_TEST_PG_URL"
+
+const (
+	startTimeout = 2 * time.Minute
+	stopTimeout  = time.Minute
+	opTimeout    = time.Minute
+	// nameAttempts bounds retries when a database name is taken by a leftover of an earlier run.
+	nameAttempts = 5
+	// sqlstate of CREATE DATABASE for a name that exists.
+	duplicateDatabase = "42P04"
+)
+
+// cluster is the throwaway server of this test process, started on first use.
+var cluster struct {
+	mu       sync.Mutex
+	server   *pglocal.Server // nil until started
+	dir      string          // temporary directory holding the cluster
+	startErr error           // remembered so a failed start is not retried by every test
+}
+
+var dbSeq atomic.Int64
+
+// Main runs the package's tests (call from TestMain: `func TestMain(m *testing.M) { pgtest.Main(m) }`)
+// and stops the throwaway cluster if this process started one; it exits with m.Run's code.
+func Main(m *testing.M) {
+	code := m.Run()
+	if err := shutdown(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+	}
+	os.Exit(code)
+}
+
+// Server returns the admin URL of the server in use (starting it if needed) — used by benchmarks
+// that want to compare raw inserts.
+func Server(t testing.TB) string {
+	t.Helper()
+	u, err := adminURL()
+	if err != nil {
+		t.Fatalf("pgtest: no PostgreSQL server for tests: %v", err)
+	}
+	return u
+}
+
+// NewDatabase returns the URL of a fresh, empty database that only this test uses. It is dropped
+// at test cleanup (WITH (FORCE), so connections the test left open do not prevent it).
+func NewDatabase(t testing.TB) string {
+	t.Helper()
+	admin := Server(t)
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	name, err := createDatabase(ctx, admin)
+	if err != nil {
+		t.Fatalf("pgtest: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := dropDatabase(admin, name); err != nil {
+			t.Errorf("pgtest: %v", err)
+		}
+	})
+	dbURL, err := withDatabase(admin, name)
+	if err != nil {
+		t.Fatalf("pgtest: %v", err)
+	}
+	return dbURL
+}
+
+// adminURL returns QUEEN_TEST_PG_URL, or the URL of the throwaway cluster, starting it once.
+func adminURL() (string, error) {
+	if u := os.Getenv(envURL); u != "" {
+		return u, nil
+	}
+	cluster.mu.Lock()
+	defer cluster.mu.Unlock()
+	if cluster.server == nil && cluster.startErr == nil {
+		cluster.server, cluster.dir, cluster.startErr = startCluster()
+	}
+	if cluster.startErr != nil {
+		return "", cluster.startErr
+	}
+	return cluster.server.URL(), nil
+}
+
+// startCluster starts the throwaway cluster in a new temporary directory.
+func startCluster() (*pglocal.Server, string, error) {
+	dir, err := os.MkdirTemp("", "queen-pgtest-")
+	if err != nil {
+		return nil, "", fmt.Errorf("pgtest: temporary directory: %w", err)
+	}
+	// MkdirTemp makes it 0700; the postgres user the server runs as under root must pass through.
+	if err := os.Chmod(dir, 0o711); err != nil {
+		os.RemoveAll(dir)
+		return nil, "", fmt.Errorf("pgtest: chmod %s: %w", dir, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	s, err := pglocal.Start(ctx, filepath.Join(dir, "data"), pglocal.Options{
+		MaxConnections: 300,
+		// Only problems are worth printing in the middle of test output.
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	})
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, "", fmt.Errorf("start throwaway cluster (or set %s): %w", envURL, err)
+	}
+	return s, dir, nil
+}
+
+// shutdown stops the throwaway cluster, if this process started one, and removes its directory.
+func shutdown() error {
+	cluster.mu.Lock()
+	defer cluster.mu.Unlock()
+	if cluster.server == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
+	defer cancel()
+	err := cluster.server.Stop(ctx)
+	if err == nil {
+		// Keep the directory (and its server log) when the server did not stop cleanly.
+		err = os.RemoveAll(cluster.dir)
+	}
+	cluster.server = nil
+	if err != nil {
+		return fmt.Errorf("pgtest: shut down throwaway cluster in %s: %w", cluster.dir, err)
+	}
+	return nil
+}
+
+// createDatabase creates an empty database with a name unique to this process and returns it.
+func createDatabase(ctx context.Context, admin string) (string, error) {
+	conn, err := pgx.Connect(ctx, admin)
+	if err != nil {
+		return "", fmt.Errorf("connect to admin database: %w", err)
+	}
+	defer conn.Close(context.Background())
+	for attempt := 1; ; attempt++ {
+		name := fmt.Sprintf("qt_%d_%d", os.Getpid(), dbSeq.Add(1))
+		_, err := conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()+" TEMPLATE template0")
+		if err == nil {
+			return name, nil
+		}
+		var pgErr *pgconn.PgError
+		if attempt == nameAttempts || !errors.As(err, &pgErr) || pgErr.Code != duplicateDatabase {
+			return "", fmt.Errorf("create database %s: %w", name, err)
+		}
+	}
+}
+
+// dropDatabase drops name, disconnecting any session still using it.
+func dropDatabase(admin, name string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, admin)
+	if err != nil {
+		return fmt.Errorf("drop database %s: connect to admin database: %w", name, err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"); err != nil {
+		return fmt.Errorf("drop database %s: %w", name, err)
+	}
+	return nil
+}
+
+// withDatabase returns the admin connection string pointed at database name. Both URL and
+// keyword/value forms are accepted, since QUEEN_TEST_PG_URL may use either.
+func withDatabase(admin, name string) (string, error) {
+	if !strings.HasPrefix(admin, "postgres://") && !strings.HasPrefix(admin, "postgresql://") {
+		// In keyword/value strings a later keyword overrides an earlier one.
+		return admin + " dbname=" + name, nil
+	}
+	u, err := url.Parse(admin)
+	if err != nil {
+		// Not wrapped: url.Parse errors quote the URL, password included.
+		return "", fmt.Errorf("%s is not a valid URL", envURL)
+	}
+	u.Path, u.RawPath = "/"+name, ""
+	return u.String(), nil
+}

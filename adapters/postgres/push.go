@@ -1,0 +1,106 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/queen-go/queen/ports"
+)
+
+// pushSQL is the whole fused bundle: one round trip, one commit. The statement is
+// prepared once per connection and cached by pgx.
+const pushSQL = `SELECT queen.log_push_multi_v1($1::text[], $2::text[], $3::int4[], $4::bytea[], $5::int8[], $6::bytea[], $7::uuid[])`
+
+// segResult is one element of log_push_multi_v1's result array.
+type segResult struct {
+	S    string    `json:"s"`
+	P    string    `json:"p"`
+	B    int64     `json:"b"`
+	T    time.Time `json:"t"`
+	Dups []struct {
+		I   int   `json:"i"`
+		Off int64 `json:"off"`
+	} `json:"dups"`
+}
+
+// PushSegments implements ports.SegmentStore.
+func (s *Store) PushSegments(ctx context.Context, segs []ports.Segment) ([]ports.SegmentResult, error) {
+	n := len(segs)
+	queues, parts, tenants := make([]string, n), make([]string, n), make([]string, n)
+	counts, verified := make([]int32, n), make([]int64, n)
+	hashes, blobs := make([][]byte, n), make([][]byte, n)
+	for i, sg := range segs {
+		queues[i], parts[i], tenants[i] = sg.Queue, sg.Partition, sg.Tenant
+		if tenants[i] == "" {
+			tenants[i] = ports.DefaultTenant
+		}
+		counts[i], verified[i] = int32(sg.Count), sg.Verified
+		hashes[i], blobs[i] = sg.Hashes, sg.Blob
+	}
+	var raw []byte
+	err := s.run(ctx, "push", func(ctx context.Context, c *pgxpool.Conn) error {
+		return c.QueryRow(ctx, pushSQL, queues, parts, counts, hashes, verified, blobs, tenants).Scan(&raw)
+	})
+	if err != nil {
+		return nil, err
+	}
+	var rs []segResult
+	if err := json.Unmarshal(raw, &rs); err != nil {
+		return nil, fmt.Errorf("postgres: push: unparseable result: %w: %w", ports.ErrInvalid, err)
+	}
+	if len(rs) != n {
+		return nil, fmt.Errorf("postgres: push: %d results for %d segments: %w", len(rs), n, ports.ErrInvalid)
+	}
+	out := make([]ports.SegmentResult, n)
+	for i, r := range rs {
+		switch r.S {
+		case "q":
+			out[i] = ports.SegmentResult{Status: ports.SegmentQueued, PartitionID: r.P, BaseOffset: r.B, CreatedAt: r.T}
+		case "d":
+			dups := make([]ports.Dup, len(r.Dups))
+			for k, d := range r.Dups {
+				dups[k] = ports.Dup{Index: d.I, Offset: d.Off}
+			}
+			out[i] = ports.SegmentResult{Status: ports.SegmentDuplicate, PartitionID: r.P, Dups: dups}
+		default:
+			return nil, fmt.Errorf("postgres: push: result %d has status %q: %w", i, r.S, ports.ErrInvalid)
+		}
+	}
+	return out, nil
+}
+
+// SegmentAt implements ports.SegmentStore. This is the rare duplicate path: a plain,
+// uncached query.
+func (s *Store) SegmentAt(ctx context.Context, partitionID string, off int64) (ports.StoredSegment, bool, error) {
+	var seg ports.StoredSegment
+	found := false
+	err := s.run(ctx, "segment at", func(ctx context.Context, c *pgxpool.Conn) error {
+		err := c.QueryRow(ctx, `SELECT base_offset, msg_count, created_at, blob FROM queen.log_segment_at_v1($1::uuid, $2::int8)`,
+			pgx.QueryExecModeExec, partitionID, off).Scan(&seg.BaseOffset, &seg.Count, &seg.CreatedAt, &seg.Blob)
+		if err == pgx.ErrNoRows {
+			return nil
+		}
+		found = err == nil
+		return err
+	})
+	return seg, found, err
+}
+
+// EncryptionEnabled implements ports.QueueSettings.
+func (s *Store) EncryptionEnabled(ctx context.Context, tenant, queue string) (bool, error) {
+	on := false
+	err := s.run(ctx, "queue settings", func(ctx context.Context, c *pgxpool.Conn) error {
+		err := c.QueryRow(ctx, `SELECT encryption_enabled FROM queen.queues WHERE tenant_id = $1::uuid AND name = $2`,
+			tenant, queue).Scan(&on)
+		if err == pgx.ErrNoRows {
+			return nil
+		}
+		return err
+	})
+	return on, err
+}

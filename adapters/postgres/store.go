@@ -1,0 +1,169 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/queen-go/queen/ports"
+	"github.com/queen-go/queen/schema"
+)
+
+// Options tunes a Store; zero values take the defaults in brackets.
+type Options struct {
+	PoolSize         int           // [160] DB_POOL_SIZE
+	StatementTimeout time.Duration // [30s] DB_STATEMENT_TIMEOUT
+	ApplicationName  string        // ["queen-go"]
+	Logger           *slog.Logger
+}
+
+func (o *Options) defaults() {
+	if o.PoolSize <= 0 {
+		o.PoolSize = 160
+	}
+	if o.StatementTimeout <= 0 {
+		o.StatementTimeout = 30 * time.Second
+	}
+	if o.ApplicationName == "" {
+		o.ApplicationName = "queen-go"
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+}
+
+// Store is the PostgreSQL implementation of ports.SegmentStore, ports.QueueSettings and
+// ports.Pinger.
+type Store struct {
+	pool *pgxpool.Pool
+	opts Options
+}
+
+// Open connects a pool to url. It does not apply the schema (see Migrate).
+func Open(ctx context.Context, url string, opts Options) (*Store, error) {
+	opts.defaults()
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: parse url: %w", err)
+	}
+	cfg.MaxConns = int32(opts.PoolSize)
+	cc := cfg.ConnConfig
+	cc.RuntimeParams["application_name"] = opts.ApplicationName
+	// Safety net only: the client-side deadline fires first and cancels the statement.
+	cc.RuntimeParams["statement_timeout"] = strconv.FormatInt((opts.StatementTimeout + 2*time.Second).Milliseconds(), 10)
+	cc.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
+		return &pgconn.CancelRequestContextWatcherHandler{
+			Conn:               c,
+			CancelRequestDelay: 0,               // cancel on the server at once
+			DeadlineDelay:      2 * time.Second, // then give up on the socket
+		}
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: pool: %w", err)
+	}
+	return &Store{pool: pool, opts: opts}, nil
+}
+
+// Close closes every connection.
+func (s *Store) Close() { s.pool.Close() }
+
+// Pool exposes the pool to tests and benchmarks of this module.
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// PoolStats reports the pool's connections: total, idle and in use.
+func (s *Store) PoolStats() (total, idle, acquired int32) {
+	st := s.pool.Stat()
+	return st.TotalConns(), st.IdleConns(), st.AcquiredConns()
+}
+
+// Migrate applies the embedded schema idempotently, serialised between brokers by a
+// transaction-scoped advisory lock.
+func (s *Store) Migrate(ctx context.Context) error {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return translate("migrate: begin", err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", schema.AdvisoryLockKey); err != nil {
+		return translate("migrate: lock", err)
+	}
+	for _, f := range schema.Files() {
+		if _, err := tx.Exec(ctx, f.SQL, pgx.QueryExecModeSimpleProtocol); err != nil {
+			return translate("migrate: "+f.Name, err)
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return translate("migrate: commit", err)
+	}
+	return nil
+}
+
+// Ping implements ports.Pinger.
+func (s *Store) Ping(ctx context.Context) error {
+	return s.run(ctx, "ping", func(ctx context.Context, c *pgxpool.Conn) error {
+		_, err := c.Exec(ctx, "SELECT 1")
+		return err
+	})
+}
+
+// run executes fn on a pooled connection under the statement timeout. A connection whose
+// statement timed out or was cancelled is closed instead of being returned to the pool.
+func (s *Store) run(ctx context.Context, op string, fn func(context.Context, *pgxpool.Conn) error) error {
+	ctx, cancel := context.WithTimeout(ctx, s.opts.StatementTimeout)
+	defer cancel()
+	c, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return translate(op+": acquire", err)
+	}
+	err = fn(ctx, c)
+	if err != nil && (ctx.Err() != nil || isCancel(err)) {
+		s.opts.Logger.Warn("postgres: statement cancelled, discarding its connection",
+			"op", op, "pid", c.Conn().PgConn().PID(), "err", err)
+		closeCtx, done := context.WithTimeout(context.Background(), time.Second)
+		_ = c.Conn().Close(closeCtx) // the pool destroys closed connections on Release
+		done()
+	}
+	c.Release()
+	return translate(op, err)
+}
+
+func isCancel(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "57014"
+}
+
+// translate maps a database error onto the ports sentinels, once, at the adapter edge.
+func translate(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var pgErr *pgconn.PgError
+	switch {
+	case errors.As(err, &pgErr):
+		switch {
+		case pgErr.Code == "57014":
+			return fmt.Errorf("postgres: %s: %w: %w", op, ports.ErrTimeout, err)
+		case pgErr.Code == "22023" || pgErr.Code == "P0002":
+			return fmt.Errorf("postgres: %s: %w: %w", op, ports.ErrInvalid, err)
+		case len(pgErr.Code) == 5 && (pgErr.Code[:2] == "08" || pgErr.Code[:2] == "53" ||
+			pgErr.Code[:2] == "57" || pgErr.Code[:2] == "58"):
+			return fmt.Errorf("postgres: %s: %w: %w", op, ports.ErrUnavailable, err)
+		}
+		return fmt.Errorf("postgres: %s: %w", op, err)
+	case errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("postgres: %s: %w: %w", op, ports.ErrTimeout, err)
+	case errors.Is(err, context.Canceled):
+		return fmt.Errorf("postgres: %s: %w", op, err)
+	}
+	// Connection refused, reset, closed pool...: the database is not reachable.
+	return fmt.Errorf("postgres: %s: %w: %w", op, ports.ErrUnavailable, err)
+}

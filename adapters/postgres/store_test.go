@@ -1,0 +1,194 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/queen-go/queen/adapters/pglocal/pgtest"
+	"github.com/queen-go/queen/ports"
+	"github.com/queen-go/queen/ports/porttest"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// newStore returns a migrated store on a fresh database.
+func newStore(t *testing.T, opts Options) *Store {
+	t.Helper()
+	s, err := Open(context.Background(), pgtest.NewDatabase(t), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	if err := s.Migrate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func (s *Store) exec(t *testing.T, sql string, args ...any) {
+	t.Helper()
+	if _, err := s.pool.Exec(context.Background(), sql, args...); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+}
+
+func TestSegmentStoreConformance(t *testing.T) {
+	porttest.SegmentStore(t, func(t *testing.T) porttest.Fixture {
+		s := newStore(t, Options{PoolSize: 10})
+		return porttest.Fixture{
+			Store: s,
+			SetWindow: func(t *testing.T, tenant, queue string, w time.Duration) {
+				s.exec(t, `INSERT INTO queen.queues (tenant_id, name, dedup_window_seconds) VALUES ($1, $2, $3)
+				           ON CONFLICT (tenant_id, name) DO UPDATE SET dedup_window_seconds = EXCLUDED.dedup_window_seconds`,
+					tenant, queue, int(w.Seconds()))
+			},
+			Age: func(t *testing.T, pid string, d time.Duration) {
+				s.exec(t, `UPDATE queen.log_txns SET created_at = created_at - $2::interval WHERE partition_id = $1`, pid, d)
+				s.exec(t, `UPDATE queen.log_segments SET created_at = created_at - $2::interval WHERE partition_id = $1`, pid, d)
+			},
+			DeleteSegment: func(t *testing.T, pid string, off int64) {
+				s.exec(t, `DELETE FROM queen.log_segments WHERE partition_id = $1 AND base_offset <= $2 AND base_offset + msg_count > $2`, pid, off)
+			},
+		}
+	})
+}
+
+func TestMigrateIsIdempotentAndConcurrent(t *testing.T) {
+	t.Parallel()
+	url := pgtest.NewDatabase(t)
+	var wg sync.WaitGroup
+	errs := make([]error, 4)
+	for i := range errs {
+		wg.Go(func() {
+			s, err := Open(context.Background(), url, Options{PoolSize: 2})
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			defer s.Close()
+			for range 2 {
+				if err := s.Migrate(context.Background()); err != nil {
+					errs[i] = err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatalf("concurrent migrations: %v", err)
+	}
+}
+
+func TestSchemaTuning(t *testing.T) {
+	t.Parallel()
+	s := newStore(t, Options{PoolSize: 2})
+	var opts []string
+	if err := s.pool.QueryRow(context.Background(),
+		`SELECT reloptions FROM pg_class WHERE oid = 'queen.log_partitions'::regclass`).Scan(&opts); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{"fillfactor=50": false, "vacuum_truncate=off": false, "autovacuum_vacuum_scale_factor=0": false}
+	for _, o := range opts {
+		if _, ok := want[o]; ok {
+			want[o] = true
+		}
+	}
+	for o, seen := range want {
+		if !seen {
+			t.Errorf("log_partitions lacks %s (has %v)", o, opts)
+		}
+	}
+	for _, tc := range []struct{ table, column string }{{"log_segments", "blob"}, {"log_txns", "hashes"}} {
+		var storage string
+		if err := s.pool.QueryRow(context.Background(),
+			`SELECT attstorage::text FROM pg_attribute WHERE attrelid = ('queen.' || $1)::regclass AND attname = $2`,
+			tc.table, tc.column).Scan(&storage); err != nil {
+			t.Fatal(err)
+		}
+		if storage != "e" {
+			t.Errorf("%s.%s storage = %q, want EXTERNAL (e)", tc.table, tc.column, storage)
+		}
+	}
+}
+
+func TestProvisioningDerivesNamespaceAndTask(t *testing.T) {
+	t.Parallel()
+	s := newStore(t, Options{PoolSize: 2})
+	segs := []ports.Segment{
+		{Tenant: ports.DefaultTenant, Queue: "billing.invoice.v2", Partition: "p", Count: 1, Hashes: make([]byte, 16), Verified: -1, Blob: []byte{1}},
+		{Tenant: ports.DefaultTenant, Queue: "plain", Partition: "p", Count: 1, Hashes: make([]byte, 16), Verified: -1, Blob: []byte{1}},
+	}
+	if _, err := s.PushSegments(context.Background(), segs); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ queue, ns, task string }{{"billing.invoice.v2", "billing", "invoice"}, {"plain", "", ""}} {
+		var ns, task string
+		if err := s.pool.QueryRow(context.Background(), `SELECT namespace, task FROM queen.queues WHERE name = $1`, tc.queue).Scan(&ns, &task); err != nil {
+			t.Fatal(err)
+		}
+		if ns != tc.ns || task != tc.task {
+			t.Errorf("%s: namespace %q task %q, want %q %q", tc.queue, ns, task, tc.ns, tc.task)
+		}
+	}
+}
+
+func TestGuardsRaise(t *testing.T) {
+	t.Parallel()
+	s := newStore(t, Options{PoolSize: 2})
+	tests := []struct {
+		name string
+		sql  string
+	}{
+		{"misaligned arrays", `SELECT queen.log_push_multi_v1(ARRAY['q','q'], ARRAY['p'], ARRAY[1], ARRAY['\x00000000000000000000000000000000'::bytea], ARRAY[-1::int8], ARRAY['\x01'::bytea])`},
+		{"hash stride", `SELECT queen.log_push_multi_v1(ARRAY['q'], ARRAY['p'], ARRAY[2], ARRAY['\x00000000000000000000000000000000'::bytea], ARRAY[-1::int8], ARRAY['\x01'::bytea])`},
+		{"zero count", `SELECT queen.log_push_multi_v1(ARRAY['q'], ARRAY['p'], ARRAY[0], ARRAY[''::bytea], ARRAY[-1::int8], ARRAY['\x01'::bytea])`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := s.pool.Exec(context.Background(), tt.sql)
+			if err == nil {
+				t.Fatal("the guard did not raise")
+			}
+			if !errors.Is(translate("test", err), ports.ErrInvalid) {
+				t.Fatalf("error %v does not translate to ErrInvalid", err)
+			}
+		})
+	}
+}
+
+func TestAllocatorUpdatesStayMostlyHOT(t *testing.T) {
+	t.Parallel()
+	s := newStore(t, Options{PoolSize: 2})
+	for i := range 200 {
+		seg := ports.Segment{Tenant: ports.DefaultTenant, Queue: "hot", Partition: "p", Count: 1,
+			Hashes: []byte(fmt.Sprintf("%016d", i)), Verified: -1, Blob: []byte{1}}
+		if _, err := s.PushSegments(context.Background(), []ports.Segment{seg}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var upd, hot int64
+	// Statistics reach pg_stat views asynchronously; flush this backend's counters first.
+	if err := s.pool.QueryRow(context.Background(),
+		`SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_xact_user_tables WHERE relid = 'queen.log_partitions'::regclass`).Scan(&upd, &hot); err != nil {
+		t.Skip("statistics not available:", err)
+	}
+	c, _ := s.pool.Acquire(context.Background())
+	defer c.Release()
+	_, _ = c.Exec(context.Background(), "SELECT pg_stat_force_next_flush()")
+	time.Sleep(100 * time.Millisecond)
+	if err := s.pool.QueryRow(context.Background(),
+		`SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables WHERE relid = 'queen.log_partitions'::regclass`).Scan(&upd, &hot); err != nil {
+		t.Fatal(err)
+	}
+	if upd == 0 {
+		t.Skip("update statistics not flushed yet")
+	}
+	if hot*10 < upd*8 {
+		t.Fatalf("%d of %d allocator updates were HOT, want at least 80%%", hot, upd)
+	}
+}
