@@ -18,13 +18,20 @@ CREATE OR REPLACE FUNCTION queen.log_push_one_v1(
     p_blob     bytea,
     p_now      timestamptz
 ) RETURNS jsonb
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql
+-- The statements below run thousands of times a second with the same shapes: plan them
+-- once (generic plans) instead of re-planning on every call, which costs more than
+-- executing them.
+SET plan_cache_mode = force_generic_plan
+AS $$
 DECLARE
     v_last       bigint;
     v_txns_start bigint;
     v_lo         bigint;
-    v_old        bigint;
     v_cutoff     timestamptz;
+    v_all        bytea;
+    v_hit        boolean;
+    v_i          integer;
     v_dups       jsonb;
 BEGIN
     IF p_count IS NULL OR p_count < 1 THEN
@@ -48,33 +55,40 @@ BEGIN
         v_cutoff := clock_timestamp() - make_interval(secs => p_window);
         v_lo := GREATEST(coalesce(p_verified, -1), v_txns_start - 1);
         IF v_last > v_lo THEN
-            -- created_at grows with the offset inside a partition, so the segments inside
-            -- the window are a suffix: find the newest one outside it (a short backward
-            -- index walk over the window) and probe only what follows.
-            SELECT t.end_offset INTO v_old
+            -- Fast screen: the window's hashes as one byte string, searched in C by
+            -- position(). A hit may be unaligned (a false positive across two hashes),
+            -- so any hit goes to the exact query below; a clean screen allocates at once.
+            SELECT string_agg(t.hashes, ''::bytea) INTO v_all
               FROM queen.log_txns t
-             WHERE t.partition_id = p_pid AND t.end_offset > v_lo AND t.created_at < v_cutoff
-             ORDER BY t.end_offset DESC
-             LIMIT 1;
-            v_lo := GREATEST(v_lo, coalesce(v_old, -1));
-
-            SELECT jsonb_agg(jsonb_build_object('i', m.i, 'off', m.off) ORDER BY m.i) INTO v_dups
-              FROM (
-                SELECT DISTINCT ON (inc.i) inc.i, t.base_offset + s.k AS off
-                  FROM generate_series(0, p_count - 1) AS inc(i)
-                  JOIN queen.log_txns t
-                    ON t.partition_id = p_pid
-                   AND t.end_offset > v_lo
-                   AND t.created_at >= v_cutoff
-                   -- cheap byte search first; the aligned comparison below confirms it
-                   AND position(substring(p_hashes FROM inc.i * 16 + 1 FOR 16) IN t.hashes) > 0
-                 CROSS JOIN LATERAL generate_series(0, (t.end_offset - t.base_offset)::integer) AS s(k)
-                 WHERE substring(t.hashes FROM s.k * 16 + 1 FOR 16)
-                     = substring(p_hashes FROM inc.i * 16 + 1 FOR 16)
-                 ORDER BY inc.i, off
-              ) m;
-            IF v_dups IS NOT NULL THEN
-                RETURN jsonb_build_object('s', 'd', 'p', p_pid, 'dups', v_dups);
+             WHERE t.partition_id = p_pid AND t.end_offset > v_lo AND t.created_at >= v_cutoff;
+            v_hit := false;
+            IF v_all IS NOT NULL THEN
+                FOR v_i IN 0 .. p_count - 1 LOOP
+                    IF position(substring(p_hashes FROM v_i * 16 + 1 FOR 16) IN v_all) > 0 THEN
+                        v_hit := true;
+                        EXIT;
+                    END IF;
+                END LOOP;
+            END IF;
+            IF v_hit THEN
+                -- Exact: aligned matches only, earliest original offset per incoming frame.
+                SELECT jsonb_agg(jsonb_build_object('i', m.i, 'off', m.off) ORDER BY m.i) INTO v_dups
+                  FROM (
+                    SELECT DISTINCT ON (inc.i) inc.i, t.base_offset + s.k AS off
+                      FROM generate_series(0, p_count - 1) AS inc(i)
+                      JOIN queen.log_txns t
+                        ON t.partition_id = p_pid
+                       AND t.end_offset > v_lo
+                       AND t.created_at >= v_cutoff
+                       AND position(substring(p_hashes FROM inc.i * 16 + 1 FOR 16) IN t.hashes) > 0
+                     CROSS JOIN LATERAL generate_series(0, (t.end_offset - t.base_offset)::integer) AS s(k)
+                     WHERE substring(t.hashes FROM s.k * 16 + 1 FOR 16)
+                         = substring(p_hashes FROM inc.i * 16 + 1 FOR 16)
+                     ORDER BY inc.i, off
+                  ) m;
+                IF v_dups IS NOT NULL THEN
+                    RETURN jsonb_build_object('s', 'd', 'p', p_pid, 'dups', v_dups);
+                END IF;
             END IF;
         END IF;
     END IF;
@@ -113,7 +127,9 @@ CREATE OR REPLACE FUNCTION queen.log_push_multi_v1(
     p_blobs      bytea[],
     p_tenants    uuid[] DEFAULT NULL
 ) RETURNS jsonb
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql
+SET plan_cache_mode = force_generic_plan -- see log_push_one_v1
+AS $$
 DECLARE
     v_n       integer := coalesce(cardinality(p_queues), 0);
     v_tenants uuid[]  := p_tenants;
@@ -148,9 +164,10 @@ BEGIN
         SELECT 1
           FROM unnest(p_queues, p_partitions, v_tenants) AS i(q, p, t)
          WHERE NOT EXISTS (
-               SELECT 1 FROM queen.queues qq
-                 JOIN queen.log_partitions lp ON lp.queue_id = qq.id
-                WHERE qq.tenant_id = i.t AND qq.name = i.q AND lp.name = i.p)
+               SELECT 1 FROM queen.log_partitions lp
+                WHERE lp.name = i.p
+                  AND lp.queue_id = (SELECT qq.id FROM queen.queues qq
+                                      WHERE qq.tenant_id = i.t AND qq.name = i.q))
     ) THEN
         INSERT INTO queen.queues (tenant_id, name, namespace, task)
         SELECT DISTINCT i.t, i.q,
@@ -168,15 +185,18 @@ BEGIN
         ON CONFLICT (queue_id, name) DO NOTHING;
     END IF;
 
-    -- Resolve every ordinal's partition id and dedup window once, in lock order.
+    -- Resolve every ordinal's partition id and dedup window once, in lock order. LATERAL
+    -- keeps each lookup a unique-index probe whatever the planner thinks of the arrays.
     SELECT array_agg(x.ord ORDER BY x.pid, x.ord), array_agg(x.pid ORDER BY x.pid, x.ord),
            array_agg(x.win ORDER BY x.pid, x.ord)
       INTO v_ords, v_pids, v_wins
       FROM (
-        SELECT i.ord::integer AS ord, lp.id AS pid, qq.dedup_window_seconds AS win
+        SELECT i.ord::integer AS ord, l.id AS pid, q.dedup_window_seconds AS win
           FROM unnest(p_queues, p_partitions, v_tenants) WITH ORDINALITY AS i(q, p, t, ord)
-          JOIN queen.queues qq ON qq.tenant_id = i.t AND qq.name = i.q
-          JOIN queen.log_partitions lp ON lp.queue_id = qq.id AND lp.name = i.p
+         CROSS JOIN LATERAL (SELECT qq.id, qq.dedup_window_seconds FROM queen.queues qq
+                              WHERE qq.tenant_id = i.t AND qq.name = i.q) q
+         CROSS JOIN LATERAL (SELECT lp.id FROM queen.log_partitions lp
+                              WHERE lp.queue_id = q.id AND lp.name = i.p) l
       ) x;
 
     -- 3. One set-based pre-lock in the global lock order (ascending partition id).

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 
@@ -16,12 +17,30 @@ type pushBody struct {
 	Items *[]pushItem `json:"items"`
 }
 
-// pushItem keeps pointers so that "absent" and "null" are told apart from "".
+// pushItem keeps raw values: "absent" (empty) and "null" are told apart from "", and
+// strings are checked for valid UTF-8 before encoding/json would replace bad bytes.
 type pushItem struct {
-	Queue         *string         `json:"queue"`
-	Partition     *string         `json:"partition"`
+	Queue         json.RawMessage `json:"queue"`
+	Partition     json.RawMessage `json:"partition"`
 	Payload       json.RawMessage `json:"payload"` // "null" when null, empty when absent
-	TransactionID *string         `json:"transactionId"`
+	TransactionID json.RawMessage `json:"transactionId"`
+}
+
+// stringField decodes an optional string field; ok is false when absent or null.
+func stringField(raw json.RawMessage, item int, field string) (s string, ok bool, err error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", false, nil
+	}
+	if raw[0] != '"' {
+		return "", false, badRequestf("bad body: item %d: %s must be a string", item, field)
+	}
+	if !utf8.Valid(raw) {
+		return "", false, badRequestf("bad body: item %d: %s is not valid UTF-8", item, field)
+	}
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return "", false, badRequestf("bad body: item %d: %s: %v", item, field, err)
+	}
+	return s, true, nil
 }
 
 // readBody reads at most limit bytes of the body.
@@ -40,6 +59,33 @@ func readBody(r *http.Request, limit int64) ([]byte, error) {
 	return b, nil
 }
 
+// parseItem checks one item's fields and fills out.
+func parseItem(it pushItem, i int, out *push.Item) error {
+	queue, ok, err := stringField(it.Queue, i, "queue")
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return badRequestf("bad body: item %d: missing field `queue`", i)
+	}
+	if len(it.Payload) == 0 {
+		return badRequestf("bad body: item %d: missing field `payload`", i)
+	}
+	*out = push.Item{Queue: queue, Payload: it.Payload}
+	part, ok, err := stringField(it.Partition, i, "partition")
+	if err != nil {
+		return err
+	}
+	if ok {
+		if part == "" {
+			return badRequestf("bad body: item %d: partition must not be empty (omit it for %q)", i, push.DefaultPartition)
+		}
+		out.Partition = part
+	}
+	out.TransactionID, _, err = stringField(it.TransactionID, i, "transactionId")
+	return err
+}
+
 // parsePush turns a push body into items, or a client error that says what is wrong.
 func parsePush(body []byte) ([]push.Item, error) {
 	var pb pushBody
@@ -51,21 +97,8 @@ func parsePush(body []byte) ([]push.Item, error) {
 	}
 	items := make([]push.Item, len(*pb.Items))
 	for i, it := range *pb.Items {
-		if it.Queue == nil {
-			return nil, badRequestf("bad body: item %d: missing field `queue`", i)
-		}
-		if len(it.Payload) == 0 {
-			return nil, badRequestf("bad body: item %d: missing field `payload`", i)
-		}
-		items[i] = push.Item{Queue: *it.Queue, Payload: it.Payload}
-		if it.Partition != nil {
-			if *it.Partition == "" {
-				return nil, badRequestf("bad body: item %d: partition must not be empty (omit it for %q)", i, push.DefaultPartition)
-			}
-			items[i].Partition = *it.Partition
-		}
-		if it.TransactionID != nil {
-			items[i].TransactionID = *it.TransactionID
+		if err := parseItem(it, i, &items[i]); err != nil {
+			return nil, err
 		}
 	}
 	if err := push.Validate(items); err != nil {

@@ -66,5 +66,9 @@ func Handler(src Sources) http.Handler {
 	gauge("queen_db_pool_idle", "Idle database connections.", nil, pool(func(_, i, _ int32) int32 { return i }))
 	gauge("queen_db_pool_active", "Database connections in use.", nil, pool(func(_, _, a int32) int32 { return a }))
 	reg.MustRegister(collectors.NewGoCollector())
-	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
+	h := promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "no-cache") // api.md §1: scrapes are never cached
+		h.ServeHTTP(w, r)
+	})
 }

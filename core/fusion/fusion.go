@@ -136,28 +136,39 @@ func New(store ports.SegmentStore, codec *segment.Codec, opts Options) *Batcher 
 	return b
 }
 
-// Submit hands a group to its shard. It never waits for the commit: g.Done is called
-// when every frame has a verdict. Groups without frames complete at once.
-func (b *Batcher) Submit(g *Group) {
-	n := len(g.Frames)
-	if len(g.Results) != n {
-		g.Results = make([]Result, n)
+// Submit hands groups to their shards; groups of one call that share a shard arrive
+// there together, so one request's partitions can ride one bundle. It never waits for
+// the commit: each group's Done is called when all its frames have verdicts. Groups
+// without frames complete at once.
+func (b *Batcher) Submit(groups ...*Group) {
+	perShard := make(map[int][]*Group, 1)
+	for _, g := range groups {
+		n := len(g.Frames)
+		if len(g.Results) != n {
+			g.Results = make([]Result, n)
+		}
+		if n == 0 {
+			g.Done()
+			continue
+		}
+		g.remaining.Store(int64(n))
+		i := b.shardOf(g)
+		perShard[i] = append(perShard[i], g)
 	}
-	if n == 0 {
-		g.Done()
-		return
-	}
-	g.remaining.Store(int64(n))
 	b.mu.RLock()
 	defer b.mu.RUnlock()
-	if b.closed {
-		b.opts.Logger.Warn("push after shutdown began", "queue", g.Queue, "err", ErrClosed)
-		for i := range g.Frames {
-			complete(ref{g, i}, Result{Status: Error})
+	for i, gs := range perShard {
+		if b.closed {
+			b.opts.Logger.Warn("push after shutdown began", "groups", len(gs), "err", ErrClosed)
+			for _, g := range gs {
+				for k := range g.Frames {
+					complete(ref{g, k}, Result{Status: Error})
+				}
+			}
+			continue
 		}
-		return
+		b.shards[i].in <- gs
 	}
-	b.shards[b.shardOf(g)].in <- g
 }
 
 func (b *Batcher) shardOf(g *Group) int {

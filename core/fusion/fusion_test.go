@@ -165,7 +165,6 @@ func TestBundlesReadyPartitionsIntoOneCommit(t *testing.T) {
 	}
 }
 
-
 func TestRoutesResultsToEveryWaitingRequest(t *testing.T) {
 	t.Parallel()
 	store := memory.NewStore()

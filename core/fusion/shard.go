@@ -26,7 +26,7 @@ type flushed struct {
 // shard owns a disjoint set of partitions; only its goroutine touches its state.
 type shard struct {
 	b       *Batcher
-	in      chan *Group
+	in      chan []*Group
 	done    chan *flushed
 	wake    chan struct{}
 	parts   map[string]*part
@@ -38,7 +38,7 @@ type shard struct {
 func newShard(b *Batcher) *shard {
 	return &shard{
 		b:     b,
-		in:    make(chan *Group, 4096),
+		in:    make(chan []*Group, 4096),
 		done:  make(chan *flushed, 64),
 		wake:  make(chan struct{}, 1),
 		parts: make(map[string]*part),
@@ -64,8 +64,8 @@ func (s *shard) run() {
 	closing := false
 	for {
 		select {
-		case g := <-s.in:
-			s.add(g)
+		case gs := <-s.in:
+			s.add(gs)
 			s.drain()
 		case f := <-s.done:
 			s.complete(f)
@@ -85,26 +85,28 @@ func (s *shard) run() {
 func (s *shard) drain() {
 	for range maxDrain {
 		select {
-		case g := <-s.in:
-			s.add(g)
+		case gs := <-s.in:
+			s.add(gs)
 		default:
 			return
 		}
 	}
 }
 
-func (s *shard) add(g *Group) {
-	key := g.Tenant + "\x1f" + g.Queue + "\x1f" + g.Partition
-	p := s.parts[key]
-	if p == nil {
-		p = &part{tenant: g.Tenant, queue: g.Queue, partition: g.Partition}
-		s.parts[key] = p
+func (s *shard) add(gs []*Group) {
+	for _, g := range gs {
+		key := g.Tenant + "\x1f" + g.Queue + "\x1f" + g.Partition
+		p := s.parts[key]
+		if p == nil {
+			p = &part{tenant: g.Tenant, queue: g.Queue, partition: g.Partition}
+			s.parts[key] = p
+		}
+		for i := range g.Frames {
+			p.refs = append(p.refs, ref{g, i})
+		}
+		s.pending += len(g.Frames)
+		s.markReady(p)
 	}
-	for i := range g.Frames {
-		p.refs = append(p.refs, ref{g, i})
-	}
-	s.pending += len(g.Frames)
-	s.markReady(p)
 }
 
 func (s *shard) markReady(p *part) {

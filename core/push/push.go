@@ -194,9 +194,7 @@ func (s *Service) Push(ctx context.Context, tenant, producerSub string, items []
 		g.Hashes = append(g.Hashes, dedup.Hash(r.TransactionID))
 	}
 	wg.Add(len(groups))
-	for _, g := range groups {
-		s.batcher.Submit(g)
-	}
+	s.batcher.Submit(groups...)
 	wg.Wait()
 
 	for i := range results {

@@ -1,0 +1,173 @@
+package queen
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/queen-go/queen/adapters/pglocal/pgtest"
+)
+
+// benchDuration is how long each measured phase runs (QUEEN_BENCH_SECONDS, default 10).
+func benchDuration() time.Duration {
+	if s, err := strconv.Atoi(os.Getenv("QUEEN_BENCH_SECONDS")); err == nil && s > 0 {
+		return time.Duration(s) * time.Second
+	}
+	return 10 * time.Second
+}
+
+const benchPartitions = 1000
+
+// benchPayload is a typical small JSON message (~110 bytes).
+func benchPayload(i int) string {
+	return fmt.Sprintf(`{"orderId":%d,"customer":"cust-%04d","total":4200,"currency":"EUR","note":"benchmark payload"}`, i, i%10000)
+}
+
+// loadResult is what one measured phase observed.
+type loadResult struct {
+	msgs, requests, errors int64
+	elapsed                time.Duration
+}
+
+func (r loadResult) rate() float64 { return float64(r.msgs) / r.elapsed.Seconds() }
+
+// runLoad runs workers until d elapses; each call of op sends one request of batch
+// messages and reports success.
+func runLoad(workers, batch int, d time.Duration, op func(worker, seq int) error) loadResult {
+	var msgs, reqs, errs atomic.Int64
+	deadline := time.Now().Add(d)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for seq := 0; time.Now().Before(deadline); seq++ {
+				if err := op(w, seq); err != nil {
+					errs.Add(1)
+					continue
+				}
+				reqs.Add(1)
+				msgs.Add(int64(batch))
+			}
+		})
+	}
+	wg.Wait()
+	return loadResult{msgs: msgs.Load(), requests: reqs.Load(), errors: errs.Load(), elapsed: time.Since(start)}
+}
+
+// baseline measures plain INSERTs of batch rows per transaction into the same PostgreSQL,
+// at the same concurrency: what a one-transaction-per-request design can do at best.
+func baseline(b *testing.B, url string, workers, batch int, d time.Duration) loadResult {
+	b.Helper()
+	ctx := context.Background()
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg.MaxConns = int32(workers)
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer pool.Close()
+	table := fmt.Sprintf("baseline_%d", batch)
+	if _, err := pool.Exec(ctx, `CREATE TABLE `+table+` (id bigserial PRIMARY KEY, partition text NOT NULL,
+		txn text NOT NULL, created_at timestamptz NOT NULL DEFAULT now(), payload text NOT NULL)`); err != nil {
+		b.Fatal(err)
+	}
+	insert := `INSERT INTO ` + table + ` (partition, txn, payload) SELECT * FROM unnest($1::text[], $2::text[], $3::text[])`
+	return runLoad(workers, batch, d, func(w, seq int) error {
+		parts, txns, payloads := make([]string, batch), make([]string, batch), make([]string, batch)
+		p := fmt.Sprint("p", rand.IntN(benchPartitions))
+		for i := range batch {
+			parts[i] = p
+			txns[i] = fmt.Sprintf("w%d-s%d-i%d", w, seq, i)
+			payloads[i] = benchPayload(seq*batch + i)
+		}
+		_, err := pool.Exec(ctx, insert, parts, txns, payloads)
+		return err
+	})
+}
+
+// fusionLoad pushes batch items per request over HTTP from workers connections.
+func fusionLoad(a *testApp, workers, batch int, d time.Duration, queue string) loadResult {
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: workers, MaxConnsPerHost: workers}}
+	return runLoad(workers, batch, d, func(w, seq int) error {
+		var body bytes.Buffer
+		body.WriteString(`{"items":[`)
+		// Batched requests keep one partition per request, as producers usually do.
+		p := rand.IntN(benchPartitions)
+		for i := range batch {
+			if i > 0 {
+				body.WriteByte(',')
+			}
+			fmt.Fprintf(&body, `{"queue":%q,"partition":"p%d","transactionId":"w%d-s%d-i%d","payload":%s}`,
+				queue, p, w, seq, i, benchPayload(seq*batch+i))
+		}
+		body.WriteString(`]}`)
+		resp, err := client.Post(a.URL+"/api/v1/push", "application/json", &body)
+		if err != nil {
+			return err
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusCreated {
+			return fmt.Errorf("status %d", resp.StatusCode)
+		}
+		return nil
+	})
+}
+
+// BenchmarkPushFusion compares push fusion with plain inserts into the same PostgreSQL,
+// measured in the same run: 64 concurrent single-message requests over 1000 partitions,
+// then 16 connections pushing 100 items per request. Run with -benchtime 1x; each phase
+// lasts QUEEN_BENCH_SECONDS (10 s).
+func BenchmarkPushFusion(b *testing.B) {
+	d := benchDuration()
+	for _, sc := range []struct {
+		name           string
+		workers, batch int
+	}{
+		{"single-64conns", 64, 1},
+		{"batch100-16conns", 16, 100},
+	} {
+		b.Run(sc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				env := map[string]string{"DB_POOL_SIZE": "80"}
+				for _, k := range []string{"QUEEN_SEG_PUSH_INIT", "QUEEN_SEG_PUSH_MIN", "QUEEN_SEG_PUSH_MAX", "QUEEN_V2_BUNDLE_MAX"} {
+					if v := os.Getenv(k); v != "" {
+						env[k] = v
+					}
+				}
+				a := startApp(b, env)
+				base := baseline(b, pgtest.NewDatabase(b), sc.workers, sc.batch, d)
+				before := a.Batcher.Stats()
+				fused := fusionLoad(a, sc.workers, sc.batch, d, "bench-"+sc.name)
+				after := a.Batcher.Stats()
+				commits := float64(after.Commits - before.Commits)
+				segs := float64(after.Segments - before.Segments)
+				b.ReportMetric(fused.rate(), "msgs/s")
+				b.ReportMetric(base.rate(), "baseline-msgs/s")
+				b.ReportMetric(fused.rate()/base.rate(), "x-baseline")
+				b.ReportMetric(segs/commits, "segments/commit")
+				b.ReportMetric(float64(after.Frames-before.Frames)/commits, "msgs/commit")
+				b.Logf("%s: fusion %.0f msgs/s (%d errors), baseline %.0f msgs/s (%d errors): %.2fx; %.0f commits, %.2f segments/commit, push limit %d",
+					sc.name, fused.rate(), fused.errors, base.rate(), base.errors, fused.rate()/base.rate(), commits, segs/commits, a.Limit())
+				if fused.errors > 0 || base.errors > 0 {
+					b.Errorf("errors during the run: fusion %d, baseline %d", fused.errors, base.errors)
+				}
+			}
+		})
+	}
+}

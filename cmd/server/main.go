@@ -1,0 +1,58 @@
+// Command queen-server is the queen-go broker: Queen MQ's HTTP API on PostgreSQL.
+//
+// Configuration comes from environment variables; `queen-server --help` lists them all.
+// With no database configured it starts an embedded PostgreSQL from the machine's
+// binaries in QUEEN_DATA_DIR and stops it on exit. SIGINT/SIGTERM stop it gracefully:
+// no new connections, in-flight pushes commit and are answered, then exit 0.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/queen-go/queen"
+	"github.com/queen-go/queen/config"
+)
+
+func main() { os.Exit(run(os.Args[1:])) }
+
+func run(args []string) int {
+	for _, a := range args {
+		switch a {
+		case "-h", "-help", "--help", "help":
+			fmt.Fprintln(os.Stdout, "queen-server: a partitioned message queue on PostgreSQL that speaks Queen MQ's HTTP API.")
+			fmt.Fprintln(os.Stdout)
+			config.Usage(os.Stdout)
+			return 0
+		case "-version", "--version":
+			fmt.Fprintln(os.Stdout, "queen-server", queen.Version)
+			return 0
+		default:
+			fmt.Fprintf(os.Stderr, "queen-server: unknown argument %q (configuration is by environment variables: see --help)\n", a)
+			return 2
+		}
+	}
+	cfg, err := config.Load()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "queen-server: invalid configuration:\n%v\n(see queen-server --help)\n", err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	app, cleanup, err := queen.InitializeApp(ctx, cfg)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "queen-server: start: %v\n", err)
+		return 1
+	}
+	err = app.Run(ctx)
+	cleanup()
+	if err != nil {
+		app.Logger.Error("queen-server stopped", "err", err)
+		return 1
+	}
+	app.Logger.Info("queen-server stopped")
+	return 0
+}

@@ -1,0 +1,159 @@
+package queen
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/google/wire"
+
+	"github.com/queen-go/queen/adapters/httpapi"
+	"github.com/queen-go/queen/adapters/metrics"
+	"github.com/queen-go/queen/adapters/pglocal"
+	"github.com/queen-go/queen/adapters/postgres"
+	"github.com/queen-go/queen/config"
+	"github.com/queen-go/queen/core/envelope"
+	"github.com/queen-go/queen/core/fusion"
+	"github.com/queen-go/queen/core/push"
+	"github.com/queen-go/queen/core/segment"
+	"github.com/queen-go/queen/core/vegas"
+)
+
+// Version is reported by /health.
+const Version = "0.1.0"
+
+// DatabaseURL is the PostgreSQL the broker uses (configured, or the embedded one).
+type DatabaseURL string
+
+// ProviderSet is shared by every injector.
+var ProviderSet = wire.NewSet(
+	ProvideLogger,
+	ProvideDatabase,
+	ProvideStore,
+	ProvideCodec,
+	ProvideLimiter,
+	ProvideBatcher,
+	ProvideSealer,
+	ProvidePushService,
+	ProvideHandler,
+	ProvideHTTPServer,
+	wire.Struct(new(App), "*"),
+)
+
+// ProvideLogger builds the process logger from LOG_LEVEL and QUEEN_LOG_JSON.
+func ProvideLogger(cfg config.Config) *slog.Logger {
+	hopts := &slog.HandlerOptions{Level: cfg.SlogLevel()}
+	var h slog.Handler = slog.NewTextHandler(os.Stderr, hopts)
+	if cfg.LogJSON {
+		h = slog.NewJSONHandler(os.Stderr, hopts)
+	}
+	return slog.New(h).With("server_id", cfg.ServerID)
+}
+
+// ProvideDatabase returns the configured database URL, or starts the embedded PostgreSQL
+// in QUEEN_DATA_DIR/pg when none is configured (stopped by the cleanup).
+func ProvideDatabase(ctx context.Context, cfg config.Config, log *slog.Logger) (DatabaseURL, func(), error) {
+	if !cfg.Embedded() {
+		return DatabaseURL(cfg.DatabaseURL()), func() {}, nil
+	}
+	dir, err := filepath.Abs(filepath.Join(cfg.DataDir, "pg"))
+	if err != nil {
+		return "", nil, fmt.Errorf("embedded postgres: data dir: %w", err)
+	}
+	log.Info("no database configured: starting the embedded PostgreSQL", "data_dir", dir)
+	srv, err := pglocal.Start(ctx, dir, pglocal.Options{Logger: log})
+	if err != nil {
+		return "", nil, fmt.Errorf("embedded postgres: %w", err)
+	}
+	return DatabaseURL(srv.URL()), func() {
+		stopCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := srv.Stop(stopCtx); err != nil {
+			log.Error("embedded postgres: stop", "err", err)
+		}
+	}, nil
+}
+
+// ProvideStore opens the pool and applies the schema (unless QUEEN_APPLY_SCHEMA=false).
+func ProvideStore(ctx context.Context, url DatabaseURL, cfg config.Config, log *slog.Logger) (*postgres.Store, func(), error) {
+	s, err := postgres.Open(ctx, string(url), postgres.Options{
+		PoolSize: cfg.PoolSize, StatementTimeout: cfg.StatementTimeout, Logger: log,
+		ApplicationName: "queen-go:" + cfg.ServerID,
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	if cfg.ApplySchema {
+		if err := s.Migrate(ctx); err != nil {
+			s.Close()
+			return nil, nil, err
+		}
+	}
+	return s, s.Close, nil
+}
+
+// ProvideCodec builds the segment codec at QUEEN_V2_ZSTD_LEVEL.
+func ProvideCodec(cfg config.Config) (*segment.Codec, error) { return segment.NewCodec(cfg.ZstdLevel) }
+
+// ProvideLimiter builds the push lane's adaptive concurrency limit.
+func ProvideLimiter(cfg config.Config) *vegas.Limiter {
+	return vegas.New(vegas.Options{
+		Initial: cfg.PushLimitInit, Min: cfg.PushLimitMin, Max: cfg.PushLimitMax,
+		Alpha: cfg.VegasAlpha, Beta: cfg.VegasBeta,
+	})
+}
+
+// ProvideBatcher starts push fusion; the cleanup commits what is pending and waits.
+func ProvideBatcher(store *postgres.Store, codec *segment.Codec, limiter *vegas.Limiter, cfg config.Config, log *slog.Logger) (*fusion.Batcher, func()) {
+	b := fusion.New(store, codec, fusion.Options{
+		Shards: cfg.FusionShards, BundleMax: cfg.BundleMax, Hold: cfg.FusionHold,
+		Limiter: limiter, Logger: log.With("target", "fusion"),
+	})
+	return b, func() {
+		ctx, cancel := context.WithTimeout(context.Background(), cfg.StatementTimeout+5*time.Second)
+		defer cancel()
+		if err := b.Close(ctx); err != nil {
+			log.Error("fusion: close", "err", err)
+		}
+	}
+}
+
+// ProvideSealer returns the payload sealer, or nil when QUEEN_ENCRYPTION_KEY is unset.
+func ProvideSealer(cfg config.Config) (*envelope.Sealer, error) {
+	key := cfg.EncryptionKeyBytes()
+	if key == nil {
+		return nil, nil
+	}
+	return envelope.New(key)
+}
+
+// ProvidePushService builds the push use case.
+func ProvidePushService(b *fusion.Batcher, sealer *envelope.Sealer, store *postgres.Store, cfg config.Config, log *slog.Logger) *push.Service {
+	return push.New(b, push.Options{Sealer: sealer, Settings: store, CacheTTL: cfg.CacheRefresh, Logger: log})
+}
+
+// ProvideHandler builds the HTTP routes.
+func ProvideHandler(p *push.Service, store *postgres.Store, b *fusion.Batcher, limiter *vegas.Limiter, cfg config.Config, log *slog.Logger) http.Handler {
+	prom := metrics.Handler(metrics.Sources{
+		Fusion: b.Stats, Push: p.Stats, PushLimit: limiter.Limit, PoolStats: store.PoolStats,
+	})
+	return httpapi.New(p, store, httpapi.Options{
+		MaxBodyBytes: cfg.MaxBodyBytes, Version: Version, Logger: log,
+		Prometheus: prom, PoolStats: store.PoolStats,
+	})
+}
+
+// ProvideHTTPServer builds the HTTP server (not yet listening).
+func ProvideHTTPServer(cfg config.Config, h http.Handler) *http.Server {
+	return &http.Server{
+		Addr:              net.JoinHostPort(cfg.BindAddr, fmt.Sprint(cfg.Port)),
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+	}
+}
