@@ -1,12 +1,13 @@
 package queen
 
 import (
-	"bytes"
+	"bufio"
 	"context"
 	"fmt"
-	"io"
 	"math/rand/v2"
+	"net"
 	"net/http"
+	"strings"
 	"os"
 	"strconv"
 	"sync"
@@ -38,6 +39,19 @@ func benchPayload(i int) string {
 type loadResult struct {
 	msgs, requests, errors int64
 	elapsed                time.Duration
+	cpuBusy                float64 // fraction of all cores busy during the phase (from /proc/stat)
+}
+
+// cpuTimes reads the machine's busy and total jiffies.
+func cpuTimes() (busy, total float64) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, 0
+	}
+	var user, nice, system, idle, iowait, irq, softirq, steal float64
+	fmt.Sscanf(string(b), "cpu %f %f %f %f %f %f %f %f", &user, &nice, &system, &idle, &iowait, &irq, &softirq, &steal)
+	busy = user + nice + system + irq + softirq + steal
+	return busy, busy + idle + iowait
 }
 
 func (r loadResult) rate() float64 { return float64(r.msgs) / r.elapsed.Seconds() }
@@ -46,6 +60,7 @@ func (r loadResult) rate() float64 { return float64(r.msgs) / r.elapsed.Seconds(
 // messages and reports success.
 func runLoad(workers, batch int, d time.Duration, op func(worker, seq int) error) loadResult {
 	var msgs, reqs, errs atomic.Int64
+	busy0, total0 := cpuTimes()
 	deadline := time.Now().Add(d)
 	start := time.Now()
 	var wg sync.WaitGroup
@@ -62,7 +77,9 @@ func runLoad(workers, batch int, d time.Duration, op func(worker, seq int) error
 		})
 	}
 	wg.Wait()
-	return loadResult{msgs: msgs.Load(), requests: reqs.Load(), errors: errs.Load(), elapsed: time.Since(start)}
+	busy1, total1 := cpuTimes()
+	return loadResult{msgs: msgs.Load(), requests: reqs.Load(), errors: errs.Load(), elapsed: time.Since(start),
+		cpuBusy: (busy1 - busy0) / max(total1-total0, 1)}
 }
 
 // baseline measures plain INSERTs of batch rows per transaction into the same PostgreSQL,
@@ -99,30 +116,100 @@ func baseline(b *testing.B, url string, workers, batch int, d time.Duration) loa
 	})
 }
 
+// rawClient is a minimal keep-alive HTTP/1.1 client for the load generator: net/http's
+// client costs more CPU per request than the broker's whole push path, and on a 2-core
+// machine the load generator's CPU is taken from the system under test.
+type rawClient struct {
+	addr string
+	conn net.Conn
+	br   *bufio.Reader
+	buf  []byte
+}
+
+// post sends one request and returns the status code; the body is read and dropped.
+func (c *rawClient) post(path string, body []byte) (int, error) {
+	if c.conn == nil {
+		conn, err := net.Dial("tcp", c.addr)
+		if err != nil {
+			return 0, err
+		}
+		c.conn, c.br = conn, bufio.NewReaderSize(conn, 16<<10)
+	}
+	c.buf = fmt.Appendf(c.buf[:0], "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", path, c.addr, len(body))
+	c.buf = append(c.buf, body...)
+	code, err := c.roundTrip()
+	if err != nil {
+		c.conn.Close()
+		c.conn = nil
+	}
+	return code, err
+}
+
+func (c *rawClient) roundTrip() (int, error) {
+	if _, err := c.conn.Write(c.buf); err != nil {
+		return 0, err
+	}
+	line, err := c.br.ReadSlice('\n')
+	if err != nil {
+		return 0, err
+	}
+	var code int
+	if _, err := fmt.Sscanf(string(line), "HTTP/1.1 %d", &code); err != nil {
+		return 0, fmt.Errorf("bad status line %q", line)
+	}
+	length := -1
+	for {
+		h, err := c.br.ReadSlice('\n')
+		if err != nil {
+			return 0, err
+		}
+		if len(h) <= 2 {
+			break
+		}
+		if k, v, ok := strings.Cut(string(h), ":"); ok && strings.EqualFold(k, "Content-Length") {
+			length, _ = strconv.Atoi(strings.TrimSpace(v))
+		}
+	}
+	if length < 0 {
+		return 0, fmt.Errorf("response without Content-Length")
+	}
+	_, err = c.br.Discard(length)
+	return code, err
+}
+
 // fusionLoad pushes batch items per request over HTTP from workers connections.
 func fusionLoad(a *testApp, workers, batch int, d time.Duration, queue string) loadResult {
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: workers, MaxConnsPerHost: workers}}
+	clients := make([]*rawClient, workers)
+	for i := range clients {
+		clients[i] = &rawClient{addr: strings.TrimPrefix(a.URL, "http://")}
+	}
+	defer func() {
+		for _, c := range clients {
+			if c.conn != nil {
+				c.conn.Close()
+			}
+		}
+	}()
+	bodies := make([][]byte, workers)
 	return runLoad(workers, batch, d, func(w, seq int) error {
-		var body bytes.Buffer
-		body.WriteString(`{"items":[`)
+		body := append(bodies[w][:0], `{"items":[`...)
 		// Batched requests keep one partition per request, as producers usually do.
 		p := rand.IntN(benchPartitions)
 		for i := range batch {
 			if i > 0 {
-				body.WriteByte(',')
+				body = append(body, ',')
 			}
-			fmt.Fprintf(&body, `{"queue":%q,"partition":"p%d","transactionId":"w%d-s%d-i%d","payload":%s}`,
+			body = fmt.Appendf(body, `{"queue":%q,"partition":"p%d","transactionId":"w%d-s%d-i%d","payload":%s}`,
 				queue, p, w, seq, i, benchPayload(seq*batch+i))
 		}
-		body.WriteString(`]}`)
-		resp, err := client.Post(a.URL+"/api/v1/push", "application/json", &body)
+		body = append(body, `]}`...)
+		bodies[w] = body
+		code, err := clients[w].post("/api/v1/push", body)
 		if err != nil {
 			return err
 		}
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusCreated {
-			return fmt.Errorf("status %d", resp.StatusCode)
+		if code != http.StatusCreated {
+			return fmt.Errorf("status %d", code)
 		}
 		return nil
 	})
@@ -145,7 +232,7 @@ func BenchmarkPushFusion(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				env := map[string]string{"DB_POOL_SIZE": "80"}
-				for _, k := range []string{"QUEEN_SEG_PUSH_INIT", "QUEEN_SEG_PUSH_MIN", "QUEEN_SEG_PUSH_MAX", "QUEEN_V2_BUNDLE_MAX"} {
+				for _, k := range []string{"QUEEN_SEG_PUSH_INIT", "QUEEN_SEG_PUSH_MIN", "QUEEN_SEG_PUSH_MAX", "QUEEN_V2_BUNDLE_MAX", "QUEEN_V2_FUSION_SHARDS"} {
 					if v := os.Getenv(k); v != "" {
 						env[k] = v
 					}
@@ -162,8 +249,9 @@ func BenchmarkPushFusion(b *testing.B) {
 				b.ReportMetric(fused.rate()/base.rate(), "x-baseline")
 				b.ReportMetric(segs/commits, "segments/commit")
 				b.ReportMetric(float64(after.Frames-before.Frames)/commits, "msgs/commit")
-				b.Logf("%s: fusion %.0f msgs/s (%d errors), baseline %.0f msgs/s (%d errors): %.2fx; %.0f commits, %.2f segments/commit, push limit %d",
-					sc.name, fused.rate(), fused.errors, base.rate(), base.errors, fused.rate()/base.rate(), commits, segs/commits, a.Limit())
+				b.Logf("%s: fusion %.0f msgs/s (%d errors, cpu %.0f%%), baseline %.0f msgs/s (%d errors, cpu %.0f%%): %.2fx; %.0f commits, %.2f segments/commit, push limit %d",
+					sc.name, fused.rate(), fused.errors, 100*fused.cpuBusy, base.rate(), base.errors, 100*base.cpuBusy,
+					fused.rate()/base.rate(), commits, segs/commits, a.Limit())
 				if fused.errors > 0 || base.errors > 0 {
 					b.Errorf("errors during the run: fusion %d, baseline %d", fused.errors, base.errors)
 				}

@@ -47,6 +47,7 @@ type SegmentResult struct {
 	PartitionID string
 	BaseOffset  int64
 	CreatedAt   time.Time
+	Window      time.Duration // the queue's dedup window applied to the segment
 	Dups        []Dup
 }
 

@@ -6,7 +6,8 @@
 -- the partition row lock; p_now is the bundle timestamp stored as the segment's created_at.
 --
 -- Result (jsonb):
---   {"s":"q","p":<pid>,"b":<base offset>,"t":<created_at>}  queued: frame k is at offset b+k
+--   {"s":"q","p":<pid>,"b":<base offset>,"t":<created_at>,"w":<window s>}
+--                                     queued: frame k is at offset b+k
 --   {"s":"d","p":<pid>,"dups":[{"i":k,"off":o},...]}        duplicate: frames k match the
 --                                     stored offsets o; nothing was written for the segment
 CREATE OR REPLACE FUNCTION queen.log_push_one_v1(
@@ -19,10 +20,10 @@ CREATE OR REPLACE FUNCTION queen.log_push_one_v1(
     p_now      timestamptz
 ) RETURNS jsonb
 LANGUAGE plpgsql
--- The statements below run thousands of times a second with the same shapes: plan them
--- once (generic plans) instead of re-planning on every call, which costs more than
--- executing them.
-SET plan_cache_mode = force_generic_plan
+-- Callers run it with plan_cache_mode = force_generic_plan (log_push_multi_v1 sets it
+-- for its whole call): its statements run thousands of times a second with the same
+-- shapes, and re-planning them on every call costs more than executing them. It is not
+-- set here because a SET clause costs a GUC save/restore on every call.
 AS $$
 DECLARE
     v_last       bigint;
@@ -111,7 +112,7 @@ BEGIN
     INSERT INTO queen.log_txns (partition_id, end_offset, base_offset, created_at, hashes)
     VALUES (p_pid, v_last, v_last - p_count + 1, p_now, p_hashes);
 
-    RETURN jsonb_build_object('s', 'q', 'p', p_pid, 'b', v_last - p_count + 1, 't', p_now);
+    RETURN jsonb_build_object('s', 'q', 'p', p_pid, 'b', v_last - p_count + 1, 't', p_now, 'w', p_window);
 END
 $$;
 
@@ -128,7 +129,8 @@ CREATE OR REPLACE FUNCTION queen.log_push_multi_v1(
     p_tenants    uuid[] DEFAULT NULL
 ) RETURNS jsonb
 LANGUAGE plpgsql
-SET plan_cache_mode = force_generic_plan -- see log_push_one_v1
+-- Plan once (generic plans), also for the nested log_push_one_v1 calls: see there.
+SET plan_cache_mode = force_generic_plan
 AS $$
 DECLARE
     v_n       integer := coalesce(cardinality(p_queues), 0);
@@ -185,18 +187,21 @@ BEGIN
         ON CONFLICT (queue_id, name) DO NOTHING;
     END IF;
 
-    -- Resolve every ordinal's partition id and dedup window once, in lock order. LATERAL
-    -- keeps each lookup a unique-index probe whatever the planner thinks of the arrays.
+    -- Resolve every ordinal's partition id and dedup window once, in lock order. The
+    -- partition lookup is a per-row subplan on the (queue_id, name) unique index: a join
+    -- here gets a generic plan that scans the whole table once it has grown.
     SELECT array_agg(x.ord ORDER BY x.pid, x.ord), array_agg(x.pid ORDER BY x.pid, x.ord),
            array_agg(x.win ORDER BY x.pid, x.ord)
       INTO v_ords, v_pids, v_wins
       FROM (
-        SELECT i.ord::integer AS ord, l.id AS pid, q.dedup_window_seconds AS win
-          FROM unnest(p_queues, p_partitions, v_tenants) WITH ORDINALITY AS i(q, p, t, ord)
-         CROSS JOIN LATERAL (SELECT qq.id, qq.dedup_window_seconds FROM queen.queues qq
-                              WHERE qq.tenant_id = i.t AND qq.name = i.q) q
-         CROSS JOIN LATERAL (SELECT lp.id FROM queen.log_partitions lp
-                              WHERE lp.queue_id = q.id AND lp.name = i.p) l
+        SELECT r.ord, r.win,
+               (SELECT lp.id FROM queen.log_partitions lp
+                 WHERE lp.queue_id = r.qid AND lp.name = r.p) AS pid
+          FROM (
+            SELECT i.ord::integer AS ord, i.p, qq.id AS qid, qq.dedup_window_seconds AS win
+              FROM unnest(p_queues, p_partitions, v_tenants) WITH ORDINALITY AS i(q, p, t, ord)
+              JOIN queen.queues qq ON qq.tenant_id = i.t AND qq.name = i.q
+          ) r
       ) x;
 
     -- 3. One set-based pre-lock in the global lock order (ascending partition id).

@@ -134,7 +134,7 @@ func (s *Store) pushOne(sg ports.Segment, now time.Time) ports.SegmentResult {
 		w = DefaultWindow
 	}
 	if w > 0 {
-		if dups := p.probe(sg.Hashes, now.Add(-w)); len(dups) > 0 {
+		if dups := p.probe(sg.Hashes, now.Add(-w), sg.Verified); len(dups) > 0 {
 			return ports.SegmentResult{Status: ports.SegmentDuplicate, PartitionID: p.id, Dups: dups}
 		}
 	}
@@ -144,17 +144,18 @@ func (s *Store) pushOne(sg ports.Segment, now time.Time) ports.SegmentResult {
 		StoredSegment: ports.StoredSegment{BaseOffset: base, Count: sg.Count, CreatedAt: now, Blob: bytes.Clone(sg.Blob)},
 		hashes:        bytes.Clone(sg.Hashes),
 	})
-	return ports.SegmentResult{Status: ports.SegmentQueued, PartitionID: p.id, BaseOffset: base, CreatedAt: now}
+	return ports.SegmentResult{Status: ports.SegmentQueued, PartitionID: p.id, BaseOffset: base, CreatedAt: now, Window: w}
 }
 
-// probe finds incoming hashes stored at or after cutoff, earliest occurrence first.
-func (p *partition) probe(hashes []byte, cutoff time.Time) []ports.Dup {
+// probe finds incoming hashes stored at or after cutoff at offsets above verified,
+// earliest occurrence first.
+func (p *partition) probe(hashes []byte, cutoff time.Time, verified int64) []ports.Dup {
 	var dups []ports.Dup
 	for i := 0; i*16 < len(hashes); i++ {
 		h := hashes[i*16 : i*16+16]
 	search:
 		for _, sg := range p.segs {
-			if sg.CreatedAt.Before(cutoff) {
+			if sg.CreatedAt.Before(cutoff) || sg.BaseOffset+int64(sg.Count)-1 <= verified {
 				continue
 			}
 			for k := range sg.Count {

@@ -22,6 +22,7 @@ type segResult struct {
 	P    string    `json:"p"`
 	B    int64     `json:"b"`
 	T    time.Time `json:"t"`
+	W    int64     `json:"w"` // dedup window, seconds
 	Dups []struct {
 		I   int   `json:"i"`
 		Off int64 `json:"off"`
@@ -60,7 +61,8 @@ func (s *Store) PushSegments(ctx context.Context, segs []ports.Segment) ([]ports
 	for i, r := range rs {
 		switch r.S {
 		case "q":
-			out[i] = ports.SegmentResult{Status: ports.SegmentQueued, PartitionID: r.P, BaseOffset: r.B, CreatedAt: r.T}
+			out[i] = ports.SegmentResult{Status: ports.SegmentQueued, PartitionID: r.P, BaseOffset: r.B,
+				CreatedAt: r.T, Window: time.Duration(r.W) * time.Second}
 		case "d":
 			dups := make([]ports.Dup, len(r.Dups))
 			for k, d := range r.Dups {

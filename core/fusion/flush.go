@@ -16,8 +16,9 @@ var errBadResult = errors.New("fusion: unroutable store result")
 
 // flushPart is one partition's frames taken into a bundle.
 type flushPart struct {
-	p    *part
-	refs []ref
+	p        *part
+	refs     []ref
+	verified int64 // dedup cache watermark for the segment (-1: probe everything)
 }
 
 // plan maps a flushPart's frames onto its segment after layer-2 dedup.
@@ -57,6 +58,7 @@ func (b *Batcher) flush(s *shard, bundle []flushPart) {
 		}
 	} else {
 		b.stats.bundle(len(segs), frames)
+		out.segs, out.results = segs, results
 		for k, fp := range bundle {
 			out.remainder[k] = b.apply(fp, plans[k], results[k])
 		}
@@ -87,7 +89,7 @@ func (b *Batcher) build(fp flushPart) (ports.Segment, plan) {
 		Partition: fp.p.partition,
 		Count:     len(frames),
 		Hashes:    hashBlob,
-		Verified:  -1,
+		Verified:  fp.verified,
 		Blob:      b.codec.Encode(frames),
 	}, pl
 }

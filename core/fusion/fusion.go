@@ -60,6 +60,9 @@ type Options struct {
 	Limiter      *vegas.Limiter
 	Logger       *slog.Logger
 	SummaryEvery time.Duration // [10s] cadence of the bundle summary log line
+	// CacheEntries bounds the dedup cache (hashes remembered across all shards, about
+	// 64 bytes each) [8,000,000 ≈ 512 MB, QUEEN_DEDUP_CACHE_MB]; negative disables it.
+	CacheEntries int
 }
 
 func (o *Options) defaults() {
@@ -83,6 +86,9 @@ func (o *Options) defaults() {
 	}
 	if o.SummaryEvery <= 0 {
 		o.SummaryEvery = 10 * time.Second
+	}
+	if o.CacheEntries == 0 {
+		o.CacheEntries = 8_000_000
 	}
 }
 

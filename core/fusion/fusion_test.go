@@ -1,6 +1,7 @@
 package fusion
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"sync"
@@ -345,5 +346,47 @@ func TestCloseCommitsWhatWasSubmitted(t *testing.T) {
 	wg.Wait()
 	if after.Results[0].Status != Error {
 		t.Fatalf("group submitted after Close: %+v, want error", after.Results[0])
+	}
+}
+
+func TestDedupCacheWatermark(t *testing.T) {
+	t.Parallel()
+	store := memory.NewStore()
+	var mu sync.Mutex
+	var sent []int64
+	store.BeforePush = func(segs []ports.Segment) error {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, sg := range segs {
+			sent = append(sent, sg.Verified)
+		}
+		return nil
+	}
+	b := newBatcher(t, store, Options{Shards: 1})
+	var wg sync.WaitGroup
+	for _, txns := range [][]string{{"a", "b"}, {"c"}, {"a"}, {"d"}} {
+		b.Submit(request(&wg, "q", "p", txns...))
+		wg.Wait()
+	}
+	// Second push: the cache knows offsets 0-1. Third repeats a known hash: full probe.
+	// Fourth: the duplicate wrote nothing, so the watermark (2) still holds.
+	want := []int64{-1, 1, -1, 2}
+	mu.Lock()
+	defer mu.Unlock()
+	if fmt.Sprint(sent) != fmt.Sprint(want) {
+		t.Fatalf("verified watermarks sent = %v, want %v", sent, want)
+	}
+}
+
+func TestDedupCacheResetsOnForeignWrite(t *testing.T) {
+	t.Parallel()
+	k := newKnown()
+	k.committed(0, bytes.Repeat([]byte{1}, 32), time.Now(), time.Hour)
+	if k.verified != 1 {
+		t.Fatalf("verified = %d after offsets 0-1, want 1", k.verified)
+	}
+	k.committed(5, bytes.Repeat([]byte{2}, 16), time.Now(), time.Hour) // offsets 2-4 written elsewhere
+	if k.verified != -1 || len(k.hashes) != 0 {
+		t.Fatalf("after a gap: verified %d with %d hashes, want -1 and none", k.verified, len(k.hashes))
 	}
 }

@@ -1,6 +1,10 @@
 package fusion
 
-import "time"
+import (
+	"time"
+
+	"github.com/queen-go/queen/ports"
+)
 
 // ref addresses frame i of group g.
 type ref struct {
@@ -21,6 +25,8 @@ type part struct {
 type flushed struct {
 	parts     []*part
 	remainder [][]ref
+	segs      []ports.Segment       // nil when the bundle failed
+	results   []ports.SegmentResult // aligned with segs
 }
 
 // shard owns a disjoint set of partitions; only its goroutine touches its state.
@@ -33,6 +39,9 @@ type shard struct {
 	ready   []*part // FIFO of partitions with frames and no flush in flight
 	bundles int     // bundles in flight
 	pending int     // frames accumulated and not yet dispatched
+
+	known        map[string]*known // dedup cache, by partition key (outlives idle parts)
+	knownEntries int               // hashes held in known, bounded by Options.CacheEntries/Shards
 }
 
 func newShard(b *Batcher) *shard {
@@ -42,6 +51,7 @@ func newShard(b *Batcher) *shard {
 		done:  make(chan *flushed, 64),
 		wake:  make(chan struct{}, 1),
 		parts: make(map[string]*part),
+		known: make(map[string]*known),
 	}
 }
 
@@ -95,7 +105,7 @@ func (s *shard) drain() {
 
 func (s *shard) add(gs []*Group) {
 	for _, g := range gs {
-		key := g.Tenant + "\x1f" + g.Queue + "\x1f" + g.Partition
+		key := partKey(g.Tenant, g.Queue, g.Partition)
 		p := s.parts[key]
 		if p == nil {
 			p = &part{tenant: g.Tenant, queue: g.Queue, partition: g.Partition}
@@ -126,7 +136,7 @@ func (s *shard) dispatch() {
 		n := min(len(s.ready), s.b.opts.BundleMax)
 		bundle := make([]flushPart, n)
 		for k, p := range s.ready[:n] {
-			bundle[k] = flushPart{p: p, refs: p.refs}
+			bundle[k] = flushPart{p: p, refs: p.refs, verified: s.known[p.key()].verifiedFor(p.refs)}
 			s.pending -= len(p.refs)
 			p.refs, p.ready, p.inFlight = nil, false, true
 		}
@@ -142,15 +152,55 @@ func (s *shard) complete(f *flushed) {
 	s.bundles--
 	for k, p := range f.parts {
 		p.inFlight = false
+		if f.segs != nil {
+			s.learn(p.key(), f.segs[k], f.results[k])
+		}
 		if rem := f.remainder[k]; len(rem) > 0 {
 			p.refs = append(rem, p.refs...)
 			s.pending += len(rem)
 		}
 		if len(p.refs) == 0 {
 			// Idle partitions are forgotten so memory follows the active set.
-			delete(s.parts, p.tenant+"\x1f"+p.queue+"\x1f"+p.partition)
+			delete(s.parts, p.key())
 			continue
 		}
 		s.markReady(p)
+	}
+}
+
+func partKey(tenant, queue, partition string) string {
+	return tenant + "\x1f" + queue + "\x1f" + partition
+}
+
+func (p *part) key() string { return partKey(p.tenant, p.queue, p.partition) }
+
+// learn feeds a committed segment to the partition's dedup cache and keeps the shard's
+// cache within its budget by forgetting whole partitions (they fall back to full probes).
+func (s *shard) learn(key string, seg ports.Segment, res ports.SegmentResult) {
+	if res.Status != ports.SegmentQueued || s.b.opts.CacheEntries <= 0 {
+		return
+	}
+	k := s.known[key]
+	if res.Window <= 0 {
+		if k != nil { // dedup off: the probe is skipped in SQL anyway
+			s.knownEntries -= len(k.fifo)
+			delete(s.known, key)
+		}
+		return
+	}
+	if k == nil {
+		k = newKnown()
+		s.known[key] = k
+	}
+	s.knownEntries += k.committed(res.BaseOffset, seg.Hashes, res.CreatedAt, res.Window)
+	budget := s.b.opts.CacheEntries / len(s.b.shards)
+	for other, victim := range s.known {
+		if s.knownEntries <= budget {
+			break
+		}
+		if other != key {
+			s.knownEntries -= len(victim.fifo)
+			delete(s.known, other)
+		}
 	}
 }

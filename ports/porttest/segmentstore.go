@@ -75,6 +75,7 @@ func SegmentStore(t *testing.T, newFixture func(t *testing.T) Fixture) {
 		{"window zero disables dedup", testWindowZero},
 		{"history older than the window is not probed", testWindowExpiry},
 		{"segment at covers offsets", testSegmentAt},
+		{"verified history is not probed", testVerified},
 		{"misaligned hashes are rejected", testMisaligned},
 		{"concurrent bundles keep partitions gapless", testConcurrent},
 	}
@@ -234,5 +235,18 @@ func testConcurrent(t *testing.T, f Fixture) {
 				t.Fatalf("partition %s: gap at offset %d", pid, o)
 			}
 		}
+	}
+}
+
+func testVerified(t *testing.T, f Fixture) {
+	push(t, f.Store, seg("q", "p", "a"))
+	push(t, f.Store, seg("q", "p", "b"))
+	claim := seg("q", "p", "a")
+	claim.Verified = 0 // the caller vouches that offsets <= 0 hold none of its hashes
+	wantQueued(t, push(t, f.Store, claim)[0], 2)
+	above := seg("q", "p", "b")
+	above.Verified = 0 // offset 1 is above the watermark: still probed
+	if r := push(t, f.Store, above)[0]; r.Status != ports.SegmentDuplicate || r.Dups[0].Offset != 1 {
+		t.Fatalf("hash above the watermark: %+v, want duplicate of offset 1", r)
 	}
 }

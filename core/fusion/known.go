@@ -1,0 +1,85 @@
+package fusion
+
+import "time"
+
+// known is a shard's memory of one partition's recent transaction-id hashes: the broker
+// dedup cache. Its only product is the Verified watermark sent with a segment: "no frame
+// at an offset <= verified carries any of these hashes inside the window", which lets the
+// SQL probe skip that history. The verdict itself always stays with PostgreSQL: a hash
+// found here sends the segment with Verified -1 (a full probe), never a local duplicate.
+//
+// The watermark is only extended by this broker's own commits when they are contiguous
+// (base == verified+1, or base 0 for a new partition); any gap (another broker wrote, a
+// commit's outcome was lost) resets it to -1, so it can be stale only in excess.
+type known struct {
+	verified int64
+	hashes   map[[16]byte]time.Time // hash -> commit time of its newest occurrence
+	fifo     []stamped              // insertion order, for age eviction
+	window   time.Duration
+}
+
+type stamped struct {
+	h  [16]byte
+	at time.Time
+}
+
+func newKnown() *known { return &known{verified: -1, hashes: make(map[[16]byte]time.Time)} }
+
+// verifiedFor returns the watermark a segment with these frames may claim.
+func (k *known) verifiedFor(refs []ref) int64 {
+	if k == nil || k.verified < 0 {
+		return -1
+	}
+	for _, r := range refs {
+		if _, hit := k.hashes[r.g.Hashes[r.i]]; hit {
+			return -1
+		}
+	}
+	return k.verified
+}
+
+// committed records a queued segment of n frames at base with the given hashes.
+// It reports how many entries the cache grew by (negative when it shrank).
+func (k *known) committed(base int64, hashes []byte, at time.Time, window time.Duration) int {
+	before := len(k.fifo)
+	if window > k.window && k.verified >= 0 {
+		// A larger window makes evicted entries relevant again: start over.
+		k.reset()
+	}
+	k.window = window
+	n := int64(len(hashes) / 16)
+	if base != 0 && k.verified != base-1 {
+		k.reset() // someone else wrote in between: the history is unknown
+		return len(k.fifo) - before
+	}
+	for i := range n {
+		var h [16]byte
+		copy(h[:], hashes[16*i:])
+		k.hashes[h] = at
+		k.fifo = append(k.fifo, stamped{h, at})
+	}
+	k.verified = base + n - 1
+	k.evict(at.Add(-window))
+	return len(k.fifo) - before
+}
+
+// evict drops entries committed before cutoff: the SQL probe ignores them too.
+func (k *known) evict(cutoff time.Time) {
+	i := 0
+	for i < len(k.fifo) && k.fifo[i].at.Before(cutoff) {
+		e := k.fifo[i]
+		if at, ok := k.hashes[e.h]; ok && !at.After(e.at) {
+			delete(k.hashes, e.h)
+		}
+		i++
+	}
+	if i > 0 {
+		k.fifo = append(k.fifo[:0], k.fifo[i:]...)
+	}
+}
+
+func (k *known) reset() {
+	k.verified = -1
+	clear(k.hashes)
+	k.fifo = k.fifo[:0]
+}
