@@ -1,11 +1,13 @@
-# queen-go. `make run` starts the broker (embedded PostgreSQL when no database is
-# configured); `make test` runs every test.
-GO       ?= go
-BIN      := bin
-PKGS     := ./...
-WIRE     := $(GO) run github.com/google/wire/cmd/wire@v0.7.0
+# queen-go. `make run` starts the broker (an embedded PostgreSQL when no database is
+# configured); `make test` runs every test. See README.md.
+GO    ?= go
+BIN   := bin
+WIRE  := $(GO) run github.com/google/wire/cmd/wire@v0.7.0
+# Seconds per measured phase of the push benchmark.
+QUEEN_BENCH_SECONDS ?= 10
+export QUEEN_BENCH_SECONDS
 
-.PHONY: all build run test bench generate vet fmt clean
+.PHONY: all build run test bench generate vet clean
 
 all: build
 
@@ -15,25 +17,24 @@ build:
 run: build
 	./$(BIN)/queen-server
 
-# Every test, including the PostgreSQL integration tests (each package starts its own
-# throwaway cluster unless QUEEN_TEST_PG_URL is set) and the fuzz seed corpora.
+# Every test: unit tests, PostgreSQL integration tests (each test binary starts its own
+# throwaway cluster unless QUEEN_TEST_PG_URL is set), HTTP tests and fuzz seed corpora.
 test:
-	$(GO) vet $(PKGS)
-	$(GO) test -count=1 -timeout 15m $(PKGS)
+	$(GO) vet ./...
+	$(GO) test -count=1 -timeout 15m ./...
 
-# Benchmarks, including the push fusion benchmark against raw inserts (docs/benchmarks.md).
+# Micro-benchmarks, then the push fusion benchmark against raw PostgreSQL inserts
+# (docs/benchmarks.md explains the figures).
 bench:
-	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./core/... 
-	$(GO) test -run '^$$' -bench 'Push' -benchtime 1x -timeout 30m -v .
+	$(GO) test -run '^$$' -bench . -benchmem ./core/...
+	$(GO) test -run '^$$' -bench PushFusion -benchtime 1x -timeout 30m .
 
+# Regenerate wire_gen.go from wire.go (commit the result).
 generate:
 	$(WIRE) gen .
 
 vet:
-	$(GO) vet $(PKGS)
-
-fmt:
-	gofmt -l -w .
+	$(GO) vet ./...
 
 clean:
 	rm -rf $(BIN)

@@ -510,16 +510,23 @@ func testHTTPRoutes(t *testing.T, a *testApp) {
 	}
 }
 
-func testHTTPHealth(t *testing.T, a *testApp) {
-	resp, body := sendRaw(t, a, http.MethodGet, "/health", nil, 0)
+// getJSON fetches path, expects 200 with a JSON object and decodes it.
+func getJSON(t *testing.T, a *testApp, path string) map[string]any {
+	t.Helper()
+	resp, body := sendRaw(t, a, http.MethodGet, path, nil, 0)
 	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("status %d: %s", resp.StatusCode, body)
+		t.Fatalf("GET %s: status %d: %s", path, resp.StatusCode, body)
 	}
 	wantJSONContentType(t, resp)
-	var h map[string]any
-	if err := json.Unmarshal(body, &h); err != nil {
-		t.Fatalf("%s: %v", body, err)
+	var m map[string]any
+	if err := json.Unmarshal(body, &m); err != nil {
+		t.Fatalf("GET %s: %s: %v", path, body, err)
 	}
+	return m
+}
+
+func testHTTPHealth(t *testing.T, a *testApp) {
+	h := getJSON(t, a, "/health")
 	tests := []struct {
 		key  string
 		want string // "" means any non-empty string
@@ -546,15 +553,7 @@ func testHTTPHealth(t *testing.T, a *testApp) {
 
 func testHTTPMetricsJSON(t *testing.T, a *testApp) {
 	a.push(t, map[string]any{"queue": "metrics-json", "payload": 1})
-	resp, body := sendRaw(t, a, http.MethodGet, "/metrics", nil, 0)
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("status %d: %s", resp.StatusCode, body)
-	}
-	wantJSONContentType(t, resp)
-	var m map[string]any
-	if err := json.Unmarshal(body, &m); err != nil {
-		t.Fatalf("%s: %v", body, err)
-	}
+	m := getJSON(t, a, "/metrics")
 	if got, want := keysOf(m), sortedCopy([]string{"uptime", "requests", "messages", "database", "memory", "cpu"}); !slices.Equal(got, want) {
 		t.Errorf("keys %v, want %v", got, want)
 	}

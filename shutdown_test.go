@@ -1,0 +1,95 @@
+package queen
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// TestGracefulStopAnswersInFlightPushes: stopping the broker (what SIGTERM does in
+// queen-server) stops accepting new connections, lets every push already received
+// commit and be answered, and Serve returns without error.
+func TestGracefulStopAnswersInFlightPushes(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	a := startApp(t, nil)
+	a.push(t, map[string]any{"queue": "shutdown", "partition": "p0", "payload": 0})
+
+	// Hold the partition's row lock so the pushes below stay in flight.
+	conn, err := pgx.Connect(ctx, a.DBURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM queen.log_partitions FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+
+	const pushers = 16
+	var wg sync.WaitGroup
+	codes := make([]int, pushers)
+	errs := make([]error, pushers)
+	for i := range pushers {
+		wg.Go(func() {
+			body := fmt.Sprintf(`{"items":[{"queue":"shutdown","partition":"p0","payload":{"i":%d}}]}`, i)
+			resp, err := http.Post(a.URL+"/api/v1/push", "application/json", strings.NewReader(body))
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			resp.Body.Close()
+			codes[i] = resp.StatusCode
+		})
+	}
+	waitFor(t, "pushes blocked on the partition lock", func() bool {
+		var waiting int
+		_ = tx.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'`).Scan(&waiting)
+		return waiting > 0
+	})
+	time.Sleep(100 * time.Millisecond) // let the rest of the requests reach the broker
+
+	stopped := make(chan error, 1)
+	go func() { stopped <- a.stop() }()
+	waitFor(t, "the listener to close", func() bool {
+		_, err := http.Get(a.URL + "/health")
+		return err != nil
+	})
+	select {
+	case err := <-stopped:
+		t.Fatalf("Serve returned (%v) while pushes were still in flight", err)
+	default:
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-stopped; err != nil {
+		t.Fatalf("Serve returned %v after a graceful stop, want nil", err)
+	}
+	wg.Wait()
+	for i := range pushers {
+		if errs[i] != nil || codes[i] != http.StatusCreated {
+			t.Errorf("in-flight push %d: status %d, error %v; want 201", i, codes[i], errs[i])
+		}
+	}
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
