@@ -142,6 +142,8 @@ DECLARE
     v_now     timestamptz;
     v_k       integer;
     v_ord     integer;
+    v_round   integer;
+    v_found   bigint;
 BEGIN
     IF v_tenants IS NULL THEN
         v_tenants := array_fill('00000000-0000-0000-0000-000000000001'::uuid, ARRAY[v_n]);
@@ -159,18 +161,29 @@ BEGIN
         RETURN '[]'::jsonb;
     END IF;
 
-    -- 2. Provisioning skip: only when some (queue, partition) is missing do the inserts
-    -- run, each ordered by its unique key so concurrent bundles take speculative insertion
-    -- locks in the same order.
-    IF EXISTS (
-        SELECT 1
-          FROM unnest(p_queues, p_partitions, v_tenants) AS i(q, p, t)
-         WHERE NOT EXISTS (
-               SELECT 1 FROM queen.log_partitions lp
-                WHERE lp.name = i.p
-                  AND lp.queue_id = (SELECT qq.id FROM queen.queues qq
-                                      WHERE qq.tenant_id = i.t AND qq.name = i.q))
-    ) THEN
+    -- 2. Provisioning skip. Resolving every ordinal's partition id is also the
+    -- existence count: only when some (queue, partition) is missing do the two inserts
+    -- run, each ordered by its unique key so concurrent bundles take speculative
+    -- insertion locks in the same order; then the resolution runs again.
+    FOR v_round IN 1 .. 2 LOOP
+        -- Queues are looked up once per distinct (tenant, queue), partitions once per
+        -- ordinal, each by a unique-index subplan: joins here get generic plans that scan
+        -- whole tables once they have grown. Rows come out in lock order.
+        SELECT array_agg(x.ord ORDER BY x.pid, x.ord), array_agg(x.pid ORDER BY x.pid, x.ord),
+               array_agg(x.win ORDER BY x.pid, x.ord), count(x.pid)
+          INTO v_ords, v_pids, v_wins, v_found
+          FROM (
+            SELECT i.ord::integer AS ord, (q.qrow).dedup_window_seconds AS win,
+                   (SELECT lp.id FROM queen.log_partitions lp
+                     WHERE lp.queue_id = (q.qrow).id AND lp.name = i.p) AS pid
+              FROM unnest(p_queues, p_partitions, v_tenants) WITH ORDINALITY AS i(q, p, t, ord)
+              JOIN (SELECT d.t, d.q,
+                           (SELECT qq FROM queen.queues qq WHERE qq.tenant_id = d.t AND qq.name = d.q) AS qrow
+                      FROM (SELECT DISTINCT u.t, u.q FROM unnest(p_queues, v_tenants) AS u(q, t)) d
+                   ) q ON q.t = i.t AND q.q = i.q
+          ) x;
+        EXIT WHEN v_found = v_n OR v_round = 2;
+
         INSERT INTO queen.queues (tenant_id, name, namespace, task)
         SELECT DISTINCT i.t, i.q,
                CASE WHEN strpos(i.q, '.') > 0 THEN split_part(i.q, '.', 1) ELSE '' END,
@@ -185,24 +198,11 @@ BEGIN
           JOIN queen.queues qq ON qq.tenant_id = i.t AND qq.name = i.q
          ORDER BY 1, 2
         ON CONFLICT (queue_id, name) DO NOTHING;
+    END LOOP;
+    IF v_found IS DISTINCT FROM v_n THEN
+        RAISE EXCEPTION 'log_push_multi_v1: % of % (queue, partition) pairs could not be resolved', v_found, v_n
+            USING ERRCODE = 'P0002';
     END IF;
-
-    -- Resolve every ordinal's partition id and dedup window once, in lock order. The
-    -- partition lookup is a per-row subplan on the (queue_id, name) unique index: a join
-    -- here gets a generic plan that scans the whole table once it has grown.
-    SELECT array_agg(x.ord ORDER BY x.pid, x.ord), array_agg(x.pid ORDER BY x.pid, x.ord),
-           array_agg(x.win ORDER BY x.pid, x.ord)
-      INTO v_ords, v_pids, v_wins
-      FROM (
-        SELECT r.ord, r.win,
-               (SELECT lp.id FROM queen.log_partitions lp
-                 WHERE lp.queue_id = r.qid AND lp.name = r.p) AS pid
-          FROM (
-            SELECT i.ord::integer AS ord, i.p, qq.id AS qid, qq.dedup_window_seconds AS win
-              FROM unnest(p_queues, p_partitions, v_tenants) WITH ORDINALITY AS i(q, p, t, ord)
-              JOIN queen.queues qq ON qq.tenant_id = i.t AND qq.name = i.q
-          ) r
-      ) x;
 
     -- 3. One set-based pre-lock in the global lock order (ascending partition id).
     PERFORM 1 FROM queen.log_partitions lp
