@@ -173,13 +173,17 @@ BEGIN
                array_agg(x.win ORDER BY x.pid, x.ord), count(x.pid)
           INTO v_ords, v_pids, v_wins, v_found
           FROM (
-            SELECT i.ord::integer AS ord, (q.qrow).dedup_window_seconds AS win,
+            SELECT i.ord::integer AS ord, q.win,
                    (SELECT lp.id FROM queen.log_partitions lp
-                     WHERE lp.queue_id = (q.qrow).id AND lp.name = i.p) AS pid
+                     WHERE lp.queue_id = q.qid AND lp.name = i.p) AS pid
               FROM unnest(p_queues, p_partitions, v_tenants) WITH ORDINALITY AS i(q, p, t, ord)
               JOIN (SELECT d.t, d.q,
-                           (SELECT qq FROM queen.queues qq WHERE qq.tenant_id = d.t AND qq.name = d.q) AS qrow
+                           (SELECT qq.id FROM queen.queues qq
+                             WHERE qq.tenant_id = d.t AND qq.name = d.q) AS qid,
+                           (SELECT qq.dedup_window_seconds FROM queen.queues qq
+                             WHERE qq.tenant_id = d.t AND qq.name = d.q) AS win
                       FROM (SELECT DISTINCT u.t, u.q FROM unnest(p_queues, v_tenants) AS u(q, t)) d
+                    OFFSET 0 -- a fence: evaluate the queue lookups once per distinct queue
                    ) q ON q.t = i.t AND q.q = i.q
           ) x;
         EXIT WHEN v_found = v_n OR v_round = 2;
