@@ -1,0 +1,81 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/queen-go/queen/ports"
+)
+
+type pinger struct{ err error }
+
+func (p pinger) Ping(context.Context) error { return p.err }
+
+func TestHealth(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name     string
+		err      error
+		code     int
+		status   string
+		database string
+	}{
+		{"database answers", nil, http.StatusOK, "healthy", "connected"},
+		{"database down", errors.New("connection refused: " + ports.ErrUnavailable.Error()), http.StatusServiceUnavailable, "unhealthy", "disconnected"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			h := New(nil, pinger{tt.err}, Options{Version: "test"})
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/health", nil))
+			if rec.Code != tt.code {
+				t.Fatalf("status %d, want %d", rec.Code, tt.code)
+			}
+			var body map[string]string
+			if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil {
+				t.Fatal(err)
+			}
+			if body["status"] != tt.status || body["database"] != tt.database || body["version"] != "test" {
+				t.Fatalf("body %v", body)
+			}
+		})
+	}
+}
+
+func TestUnknownRoutesAndMethods(t *testing.T) {
+	t.Parallel()
+	h := New(nil, pinger{}, Options{})
+	tests := []struct {
+		name, method, path string
+		code               int
+	}{
+		{"unknown api route", http.MethodGet, "/api/v1/nope", http.StatusNotFound},
+		{"unknown post", http.MethodPost, "/whatever", http.StatusNotFound},
+		{"wrong method on push", http.MethodGet, "/api/v1/push", http.StatusMethodNotAllowed},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, httptest.NewRequest(tt.method, tt.path, nil))
+			var body map[string]string
+			if rec.Code != tt.code || json.Unmarshal(rec.Body.Bytes(), &body) != nil || body["error"] == "" {
+				t.Fatalf("status %d body %s, want %d with a JSON error", rec.Code, rec.Body, tt.code)
+			}
+		})
+	}
+}
+
+func TestRenderPushEscapes(t *testing.T) {
+	t.Parallel()
+	got := appendString(nil, "quo\"te\\ and é")
+	var s string
+	if err := json.Unmarshal(got, &s); err != nil || s != "quo\"te\\ and é" {
+		t.Fatalf("appendString produced %s (%v)", got, err)
+	}
+}
