@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -389,4 +391,45 @@ func TestDedupCacheResetsOnForeignWrite(t *testing.T) {
 	if k.verified != -1 || len(k.hashes) != 0 {
 		t.Fatalf("after a gap: verified %d with %d hashes, want -1 and none", k.verified, len(k.hashes))
 	}
+}
+
+func TestSummaryLogLine(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var buf syncBuffer
+		log := slog.New(slog.NewTextHandler(&buf, nil))
+		store := memory.NewStore()
+		b := New(store, testCodec(t), Options{Logger: log, SummaryEvery: 10 * time.Second, Shards: 1})
+		var wg sync.WaitGroup
+		b.Submit(request(&wg, "q", "p1", "a"), request(&wg, "q", "p2", "b"), request(&wg, "q", "p3", "c"))
+		wg.Wait()
+		time.Sleep(10 * time.Second)
+		synctest.Wait()
+		line := buf.String()
+		for _, want := range []string{"fusion bundle summary", "commits=1", "segments=3", "segments_per_commit=3"} {
+			if !strings.Contains(line, want) {
+				t.Fatalf("summary %q lacks %q", line, want)
+			}
+		}
+		if err := b.Close(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// syncBuffer is a bytes.Buffer safe for the logger's concurrent writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
