@@ -107,8 +107,9 @@ type Batcher struct {
 	wg     sync.WaitGroup
 	stop   chan struct{}
 
-	waitMu  sync.Mutex
-	waiters map[*shard]struct{} // shards that found no free permit
+	waitMu   sync.Mutex
+	waiters  map[*shard]struct{} // shards that found no free permit
+	nWaiters atomic.Int32        // len(waiters), read without the lock
 
 	stats counters
 }
@@ -216,18 +217,45 @@ func (b *Batcher) Stats() Stats { return b.stats.snapshot() }
 func (b *Batcher) wantPermit(s *shard) {
 	b.waitMu.Lock()
 	b.waiters[s] = struct{}{}
+	b.nWaiters.Store(int32(len(b.waiters)))
 	b.waitMu.Unlock()
 }
 
-// releasePermit returns a permit and wakes the shards that were refused one.
+// releasePermit returns a permit and hands the turn to use it to a waiting shard.
 func (b *Batcher) releasePermit(rtt time.Duration, ok bool) {
 	b.opts.Limiter.Release(rtt, ok)
+	b.passTurn()
+}
+
+// passTurn wakes, among the shards refused a permit, the one holding the most
+// accumulated frames: under contention a freed permit goes where it carries the biggest
+// bundle while the others keep accumulating. The hold tick is the backstop if a wake-up
+// is lost.
+func (b *Batcher) passTurn() {
 	b.waitMu.Lock()
+	var best *shard
 	for s := range b.waiters {
-		s.poke()
-		delete(b.waiters, s)
+		if best == nil || s.backlog.Load() > best.backlog.Load() {
+			best = s
+		}
+	}
+	if best != nil {
+		delete(b.waiters, best)
+		b.nWaiters.Store(int32(len(b.waiters)))
 	}
 	b.waitMu.Unlock()
+	if best != nil {
+		best.poke()
+	}
+}
+
+// contended reports whether shards are waiting for a permit: a freed permit is then
+// theirs (see passTurn), not the next arrival's.
+func (b *Batcher) contended() bool { return b.nWaiters.Load() > 0 }
+
+// permitFree reports whether a permit could be taken right now.
+func (b *Batcher) permitFree() bool {
+	return b.opts.Limiter.InFlight() < b.opts.Limiter.Limit()
 }
 
 // complete records a frame's verdict and finishes its group after the last one.

@@ -1,6 +1,7 @@
 package fusion
 
 import (
+	"sync/atomic"
 	"time"
 
 	"github.com/queen-go/queen/ports"
@@ -36,9 +37,12 @@ type shard struct {
 	done    chan *flushed
 	wake    chan struct{}
 	parts   map[string]*part
-	ready   []*part // FIFO of partitions with frames and no flush in flight
-	bundles int     // bundles in flight
-	pending int     // frames accumulated and not yet dispatched
+	ready   []*part      // FIFO of partitions with frames and no flush in flight
+	bundles int          // bundles in flight
+	pending int          // frames accumulated and not yet dispatched
+	backlog atomic.Int64 // pending, published for passTurn
+	turn    bool         // woken by passTurn: a freed permit is meant for this shard
+	ticked  bool         // the hold tick fired: retry even if others wait (liveness)
 
 	known        map[string]*known // dedup cache, by partition key (outlives idle parts)
 	knownEntries int               // hashes held in known, bounded by Options.CacheEntries/Shards
@@ -80,12 +84,15 @@ func (s *shard) run() {
 		case f := <-s.done:
 			s.complete(f)
 		case <-s.wake:
+			s.turn = true
 		case <-tick.C:
+			s.ticked = true
 		case <-stop:
 			closing, stop = true, nil
 			s.drain()
 		}
 		s.dispatch()
+		s.backlog.Store(int64(s.pending))
 		if closing && s.pending == 0 && s.bundles == 0 && len(s.in) == 0 {
 			return
 		}
@@ -127,12 +134,22 @@ func (s *shard) markReady(p *part) {
 }
 
 // dispatch fires bundles while the shard is under its cap and permits are free.
+//
+// Fire on idle: when no shard waits for a permit, the lane is uncontended and a free
+// permit is taken at once. When some shard waits, the lane is contended: a freed permit
+// is handed (passTurn) to the waiter with the largest backlog, and other shards keep
+// accumulating instead of grabbing it for whatever single frame just arrived, so bundles
+// grow with load.
 func (s *shard) dispatch() {
+	turn, ticked := s.turn, s.ticked
+	s.turn, s.ticked = false, false
+	fired := false
 	for len(s.ready) > 0 && s.bundles < s.b.opts.MaxInflight {
-		if !s.b.opts.Limiter.TryAcquire() {
+		if (!turn && !ticked && s.b.contended()) || !s.b.opts.Limiter.TryAcquire() {
 			s.b.wantPermit(s)
-			return
+			break
 		}
+		fired = true
 		n := min(len(s.ready), s.b.opts.BundleMax)
 		bundle := make([]flushPart, n)
 		for k, p := range s.ready[:n] {
@@ -144,6 +161,9 @@ func (s *shard) dispatch() {
 		s.ready = s.ready[n:]
 		s.bundles++
 		go s.b.flush(s, bundle)
+	}
+	if turn && !fired && s.b.permitFree() {
+		s.b.passTurn() // the permit meant for this shard is unused here: pass it on
 	}
 }
 
