@@ -33,6 +33,7 @@ type segResult struct {
 func (s *Store) PushSegments(ctx context.Context, segs []ports.Segment) ([]ports.SegmentResult, error) {
 	n := len(segs)
 	queues, parts, tenants := make([]string, n), make([]string, n), make([]string, n)
+	defaultTenant := true
 	counts, verified := make([]int32, n), make([]int64, n)
 	hashes, blobs := make([][]byte, n), make([][]byte, n)
 	for i, sg := range segs {
@@ -40,8 +41,12 @@ func (s *Store) PushSegments(ctx context.Context, segs []ports.Segment) ([]ports
 		if tenants[i] == "" {
 			tenants[i] = ports.DefaultTenant
 		}
+		defaultTenant = defaultTenant && tenants[i] == ports.DefaultTenant
 		counts[i], verified[i] = int32(sg.Count), sg.Verified
 		hashes[i], blobs[i] = sg.Hashes, sg.Blob
+	}
+	if defaultTenant {
+		tenants = nil // NULL: the function fills in the default tenant without parsing n UUIDs
 	}
 	var raw []byte
 	err := s.run(ctx, "push", func(ctx context.Context, c *pgxpool.Conn) error {

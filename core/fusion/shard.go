@@ -15,6 +15,7 @@ type ref struct {
 
 // part is a shard's state for one (tenant, queue, partition).
 type part struct {
+	key                      string // partKey(tenant, queue, partition)
 	tenant, queue, partition string
 	refs                     []ref // accumulated frames, arrival order
 	inFlight                 bool  // a flush of this partition has not completed
@@ -115,7 +116,7 @@ func (s *shard) add(gs []*Group) {
 		key := partKey(g.Tenant, g.Queue, g.Partition)
 		p := s.parts[key]
 		if p == nil {
-			p = &part{tenant: g.Tenant, queue: g.Queue, partition: g.Partition}
+			p = &part{key: key, tenant: g.Tenant, queue: g.Queue, partition: g.Partition}
 			s.parts[key] = p
 		}
 		for i := range g.Frames {
@@ -153,7 +154,7 @@ func (s *shard) dispatch() {
 		n := min(len(s.ready), s.b.opts.BundleMax)
 		bundle := make([]flushPart, n)
 		for k, p := range s.ready[:n] {
-			bundle[k] = flushPart{p: p, refs: p.refs, verified: s.known[p.key()].verifiedFor(p.refs)}
+			bundle[k] = flushPart{p: p, refs: p.refs, verified: s.known[p.key].verifiedFor(p.refs)}
 			s.pending -= len(p.refs)
 			p.refs, p.ready, p.inFlight = nil, false, true
 		}
@@ -173,7 +174,7 @@ func (s *shard) complete(f *flushed) {
 	for k, p := range f.parts {
 		p.inFlight = false
 		if f.segs != nil {
-			s.learn(p.key(), f.segs[k], f.results[k])
+			s.learn(p.key, f.segs[k], f.results[k])
 		}
 		if rem := f.remainder[k]; len(rem) > 0 {
 			p.refs = append(rem, p.refs...)
@@ -181,7 +182,7 @@ func (s *shard) complete(f *flushed) {
 		}
 		if len(p.refs) == 0 {
 			// Idle partitions are forgotten so memory follows the active set.
-			delete(s.parts, p.key())
+			delete(s.parts, p.key)
 			continue
 		}
 		s.markReady(p)
@@ -191,8 +192,6 @@ func (s *shard) complete(f *flushed) {
 func partKey(tenant, queue, partition string) string {
 	return tenant + "\x1f" + queue + "\x1f" + partition
 }
-
-func (p *part) key() string { return partKey(p.tenant, p.queue, p.partition) }
 
 // learn feeds a committed segment to the partition's dedup cache and keeps the shard's
 // cache within its budget by forgetting whole partitions (they fall back to full probes).
