@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/queen-go/queen/ports/porttest"
+	"github.com/queen-go/queen/porttest"
 )
 
 func TestSegmentStoreConformance(t *testing.T) {
