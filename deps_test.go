@@ -63,15 +63,22 @@ func hasPrefix(p string, prefixes ...string) bool {
 	return false
 }
 
-// TestDependencyRule enforces design.md §2: ports import only the standard library (and
-// ports); core imports ports, core, the standard library and pure algorithm libraries;
+// TestDependencyRule enforces design.md §2: ports imports only the standard library
+// (porttest only it and ports); core imports ports, core, the standard library and pure algorithm libraries;
 // adapters never import each other, and each technology stays in its adapter.
 func TestDependencyRule(t *testing.T) {
 	t.Parallel()
 	for dir, imps := range imports(t, "ports") {
 		for _, p := range imps {
-			if !isStd(p) && !hasPrefix(p, module+"/ports") {
+			if !isStd(p) {
 				t.Errorf("%s imports %s: ports may import only the standard library", dir, p)
+			}
+		}
+	}
+	for dir, imps := range imports(t, "porttest") {
+		for _, p := range imps {
+			if !isStd(p) && p != module+"/ports" {
+				t.Errorf("%s imports %s: the conformance suite may import only ports and the standard library", dir, p)
 			}
 		}
 	}
