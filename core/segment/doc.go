@@ -3,7 +3,9 @@
 //
 // A segment is the unit of storage: Count consecutive messages of one partition, written
 // by one allocation. The blob is the zstd compression (one zstd frame) of the packed
-// layout below. All integers are unsigned LEB128 varints ("uv") unless noted.
+// layout below, at QUEEN_V2_ZSTD_LEVEL for segments of SmallSegmentBytes (4 KiB) and
+// more, at the fastest level below that (see SmallSegmentBytes for why); the level is
+// not recorded because decoding does not need it. All integers are unsigned LEB128 varints ("uv") unless noted.
 //
 //	packed  := version:u8 (=1) count:uv frame{count}
 //	frame   := flags:u8 id:[16]byte txnLen:uv txn:[txnLen]byte

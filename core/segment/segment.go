@@ -38,11 +38,19 @@ type Frame struct {
 // ErrCorrupt is wrapped by every decoding error.
 var ErrCorrupt = errors.New("segment: corrupt blob")
 
+// SmallSegmentBytes is the packed size below which segments are compressed at zstd's
+// fastest level whatever the configured level: on inputs this small the higher levels
+// spend more time resetting their match tables (about 6 µs per call at level 3, 0.5 µs
+// at the fastest) than they save in bytes, and under fusion most segments are one or
+// two frames.
+const SmallSegmentBytes = 4 << 10
+
 // Codec compresses and decompresses blobs. It is safe for concurrent use.
 type Codec struct {
-	enc  *zstd.Encoder
-	dec  *zstd.Decoder
-	bufs sync.Pool // *[]byte scratch for packing
+	enc   *zstd.Encoder // configured level, for segments of SmallSegmentBytes and more
+	small *zstd.Encoder // fastest level, for smaller segments
+	dec   *zstd.Decoder
+	bufs  sync.Pool // *[]byte scratch for packing
 }
 
 // NewCodec returns a codec compressing at the given zstd level (1-22).
@@ -53,12 +61,17 @@ func NewCodec(level int) (*Codec, error) {
 	if err != nil {
 		return nil, fmt.Errorf("segment: zstd encoder: %w", err)
 	}
+	small, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest),
+		zstd.WithEncoderConcurrency(1), zstd.WithZeroFrames(true))
+	if err != nil {
+		return nil, fmt.Errorf("segment: zstd encoder: %w", err)
+	}
 	dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(0),
 		zstd.WithDecoderMaxMemory(MaxDecodedBytes))
 	if err != nil {
 		return nil, fmt.Errorf("segment: zstd decoder: %w", err)
 	}
-	return &Codec{enc: enc, dec: dec}, nil
+	return &Codec{enc: enc, small: small, dec: dec}, nil
 }
 
 // Encode packs frames and compresses them into a new blob.
@@ -68,7 +81,11 @@ func (c *Codec) Encode(frames []Frame) []byte {
 		bp = new([]byte)
 	}
 	packed := Pack((*bp)[:0], frames)
-	blob := c.enc.EncodeAll(packed, make([]byte, 0, len(packed)/2+64))
+	enc := c.enc
+	if len(packed) < SmallSegmentBytes {
+		enc = c.small
+	}
+	blob := enc.EncodeAll(packed, make([]byte, 0, len(packed)/2+64))
 	*bp = packed
 	c.bufs.Put(bp)
 	return blob
