@@ -144,6 +144,7 @@ DECLARE
     v_ord     integer;
     v_round   integer;
     v_found   bigint;
+    v_done    integer;
 BEGIN
     IF v_tenants IS NULL THEN
         v_tenants := array_fill('00000000-0000-0000-0000-000000000001'::uuid, ARRAY[v_n]);
@@ -219,17 +220,21 @@ BEGIN
 
     -- 5. Per segment, in ascending partition id order, the allocator.
     v_results := array_fill(NULL::jsonb, ARRAY[v_n]);
+    v_done := 0;
     FOR v_k IN 1 .. coalesce(cardinality(v_ords), 0) LOOP
         v_ord := v_ords[v_k];
+        IF v_results[v_ord] IS NULL THEN
+            v_done := v_done + 1;
+        END IF;
         v_results[v_ord] := queen.log_push_one_v1(
             v_pids[v_k], v_wins[v_k], p_msg_counts[v_ord], p_hashes[v_ord],
             p_verified[v_ord], p_blobs[v_ord], v_now);
     END LOOP;
 
     -- 6. Completeness guard: every input ordinal produced exactly one result.
-    IF array_position(v_results, NULL) IS NOT NULL THEN
-        RAISE EXCEPTION 'log_push_multi_v1: input % produced no result (queue or partition vanished)',
-            array_position(v_results, NULL)
+    IF v_done <> v_n THEN
+        RAISE EXCEPTION 'log_push_multi_v1: % of % inputs produced a result (queue or partition vanished)',
+            v_done, v_n
             USING ERRCODE = 'P0002';
     END IF;
     RETURN to_jsonb(v_results);
