@@ -10,7 +10,12 @@ import "time"
 //
 // The watermark is only extended by this broker's own commits when they are contiguous
 // (base == verified+1, or base 0 for a new partition); any gap (another broker wrote, a
-// commit's outcome was lost) resets it to -1, so it can be stale only in excess.
+// commit's outcome was lost) resets it to -1, so it can be stale only in excess. Entries
+// older than the queue's window are evicted, which is safe because the SQL probe ignores
+// them too (its cutoff is taken later, on the database clock the entries carry). One
+// narrow gap remains: between a configure that widens the window and this partition's
+// next commit (which reports the new window and resets the cache), a flush may claim a
+// watermark over history evicted under the old, shorter window.
 type known struct {
 	verified int64
 	hashes   map[[16]byte]time.Time // hash -> commit time of its newest occurrence
