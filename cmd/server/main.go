@@ -1,9 +1,3 @@
-// Command queen-server is the queen-go broker: Queen MQ's HTTP API on PostgreSQL.
-//
-// Configuration comes from environment variables; `queen-server --help` lists them all.
-// With no database configured it starts an embedded PostgreSQL from the machine's
-// binaries in QUEEN_DATA_DIR and stops it on exit. SIGINT/SIGTERM stop it gracefully:
-// no new connections, in-flight pushes commit and are answered, then exit 0.
 package main
 
 import (

@@ -1,6 +1,3 @@
-// Package names holds the naming rule for queues, partitions and consumer groups
-// (design.md §9): valid UTF-8, 1 to 255 bytes, no control characters. Names are stored
-// byte-exact: nothing is trimmed, folded or normalised.
 package names
 
 import (
