@@ -24,6 +24,17 @@ type Key struct {
 // occurrence of a key, the first occurrence's index for every repeat.
 func Leaders(keys []Key) []int {
 	out := make([]int, len(keys))
+	if len(keys) <= 8 {
+		// Quadratic but allocation-free beyond out: most pushes carry a few items.
+		for i, k := range keys {
+			j := 0
+			for j < i && keys[j] != k {
+				j++
+			}
+			out[i] = j
+		}
+		return out
+	}
 	first := make(map[Key]int, len(keys))
 	for i, k := range keys {
 		if j, ok := first[k]; ok {

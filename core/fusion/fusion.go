@@ -148,7 +148,7 @@ func New(store ports.SegmentStore, codec *segment.Codec, opts Options) *Batcher 
 // the commit: each group's Done is called when all its frames have verdicts. Groups
 // without frames complete at once.
 func (b *Batcher) Submit(groups ...*Group) {
-	perShard := make(map[int][]*Group, 1)
+	perShard := make([][]*Group, len(b.shards)) // small: one slice header per shard
 	for _, g := range groups {
 		n := len(g.Frames)
 		if len(g.Results) != n {
@@ -165,6 +165,9 @@ func (b *Batcher) Submit(groups ...*Group) {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
 	for i, gs := range perShard {
+		if len(gs) == 0 {
+			continue
+		}
 		if b.closed {
 			b.opts.Logger.Warn("push after shutdown began", "groups", len(gs), "err", ErrClosed)
 			for _, g := range gs {
