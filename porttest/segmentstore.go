@@ -249,4 +249,9 @@ func testVerified(t *testing.T, f Fixture) {
 	if r := push(t, f.Store, above)[0]; r.Status != ports.SegmentDuplicate || r.Dups[0].Offset != 1 {
 		t.Fatalf("hash above the watermark: %+v, want duplicate of offset 1", r)
 	}
+	stale := seg("q", "p", "a")
+	stale.Verified = 99 // beyond the allocator: not this partition's history, ignored
+	if r := push(t, f.Store, stale)[0]; r.Status != ports.SegmentDuplicate || r.Dups[0].Offset != 0 {
+		t.Fatalf("watermark beyond the allocator: %+v, want duplicate of offset 0", r)
+	}
 }

@@ -54,7 +54,10 @@ BEGIN
             RAISE EXCEPTION 'log_push_one_v1: partition % not found', p_pid USING ERRCODE = 'P0002';
         END IF;
         v_cutoff := clock_timestamp() - make_interval(secs => p_window);
-        v_lo := GREATEST(coalesce(p_verified, -1), v_txns_start - 1);
+        -- A watermark above the allocator cannot come from this partition's history (it
+        -- was deleted and created again behind the broker's back): ignore it.
+        v_lo := GREATEST(CASE WHEN p_verified <= v_last THEN p_verified ELSE -1 END,
+                         v_txns_start - 1);
         IF v_last > v_lo THEN
             -- Fast screen: the window's hashes as one byte string, searched in C by
             -- position(). A hit may be unaligned (a false positive across two hashes),

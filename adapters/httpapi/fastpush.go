@@ -40,6 +40,8 @@ func fastPush(body []byte) (items []push.Item, ok bool) {
 				return nil, false // encoding/json matches keys case-insensitively
 			}
 			s.skip()
+		} else if found {
+			return nil, false // a repeated "items" merges into the first in encoding/json
 		} else if items, ok = s.items(); !ok {
 			return nil, false
 		} else {

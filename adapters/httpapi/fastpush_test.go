@@ -24,6 +24,7 @@ var pushSamples = []string{
 	`{"items":[{"queue":7,"payload":1}]}`,
 	"{\"items\":[{\"queue\":\"bad-\xff\",\"payload\":1}]}",
 	`{"items":[{"queue":"q","payload":{a}}]}`,
+	`{"items":[{"queue":"q","partition":"p","transactionId":"t1","payload":1}],"items":[{"queue":"q","payload":2}]}`,
 }
 
 // FuzzFastPushMatchesReflective: whatever the fast path accepts, the reflective parser

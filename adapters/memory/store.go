@@ -134,7 +134,11 @@ func (s *Store) pushOne(sg ports.Segment, now time.Time) ports.SegmentResult {
 		w = DefaultWindow
 	}
 	if w > 0 {
-		if dups := p.probe(sg.Hashes, now.Add(-w), sg.Verified); len(dups) > 0 {
+		verified := sg.Verified
+		if verified > p.last {
+			verified = -1 // not this partition's history (see log_push_one_v1)
+		}
+		if dups := p.probe(sg.Hashes, now.Add(-w), verified); len(dups) > 0 {
 			return ports.SegmentResult{Status: ports.SegmentDuplicate, PartitionID: p.id, Dups: dups}
 		}
 	}

@@ -380,16 +380,38 @@ func TestDedupCacheWatermark(t *testing.T) {
 	}
 }
 
-func TestDedupCacheResetsOnForeignWrite(t *testing.T) {
+func TestDedupCacheWatermarkRules(t *testing.T) {
 	t.Parallel()
-	k := newKnown()
-	k.committed(0, bytes.Repeat([]byte{1}, 32), time.Now(), time.Hour)
-	if k.verified != 1 {
-		t.Fatalf("verified = %d after offsets 0-1, want 1", k.verified)
+	tests := []struct {
+		name         string
+		pid          string
+		base         int64
+		window       time.Duration
+		wantVerified int64 // -1: the history is unknown again
+	}{
+		{"contiguous commit extends", "pid-1", 2, time.Hour, 2},
+		{"gap: offsets written elsewhere", "pid-1", 5, time.Hour, -1},
+		{"window widened: evicted history matters again", "pid-1", 2, 2 * time.Hour, -1},
+		{"dedup turned off", "pid-1", 2, 0, -1},
+		{"partition recreated under the same name", "pid-2", 0, time.Hour, 0},
+		{"recreated partition written elsewhere first", "pid-2", 3, time.Hour, -1},
 	}
-	k.committed(5, bytes.Repeat([]byte{2}, 16), time.Now(), time.Hour) // offsets 2-4 written elsewhere
-	if k.verified != -1 || len(k.hashes) != 0 {
-		t.Fatalf("after a gap: verified %d with %d hashes, want -1 and none", k.verified, len(k.hashes))
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			k := newKnown()
+			k.committed("pid-1", 0, bytes.Repeat([]byte{1}, 32), time.Now(), time.Hour)
+			if k.verified != 1 {
+				t.Fatalf("verified = %d after offsets 0-1, want 1", k.verified)
+			}
+			k.committed(tt.pid, tt.base, bytes.Repeat([]byte{2}, 16), time.Now(), tt.window)
+			if k.verified != tt.wantVerified {
+				t.Fatalf("verified = %d, want %d", k.verified, tt.wantVerified)
+			}
+			if _, old := k.hashes[[16]byte(bytes.Repeat([]byte{1}, 16))]; old && tt.wantVerified != 2 {
+				t.Fatal("the previous history is still remembered")
+			}
+		})
 	}
 }
 

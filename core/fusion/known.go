@@ -17,6 +17,7 @@ import "time"
 // next commit (which reports the new window and resets the cache), a flush may claim a
 // watermark over history evicted under the old, shorter window.
 type known struct {
+	pid      string // partition id the history belongs to
 	verified int64
 	hashes   map[[16]byte]time.Time // hash -> commit time of its newest occurrence
 	fifo     []stamped              // insertion order, for age eviction
@@ -43,15 +44,21 @@ func (k *known) verifiedFor(refs []ref) int64 {
 	return k.verified
 }
 
-// committed records a queued segment of n frames at base with the given hashes.
-// It reports how many entries the cache grew by (negative when it shrank).
-func (k *known) committed(base int64, hashes []byte, at time.Time, window time.Duration) int {
+// committed records a queued segment of n frames at base with the given hashes in
+// partition pid. It reports how many entries the cache grew by (negative when it
+// shrank). A window of 0 (dedup off) or a different partition id (the partition was
+// deleted and created again) resets the cache.
+func (k *known) committed(pid string, base int64, hashes []byte, at time.Time, window time.Duration) int {
 	before := len(k.fifo)
-	if window > k.window && k.verified >= 0 {
-		// A larger window makes evicted entries relevant again: start over.
+	if (window > k.window && k.verified >= 0) || window <= 0 || (k.pid != "" && pid != k.pid) {
+		// A larger window makes evicted entries relevant again; another partition
+		// behind the same name has another history: start over.
 		k.reset()
+		if window <= 0 {
+			return len(k.fifo) - before
+		}
 	}
-	k.window = window
+	k.pid, k.window = pid, window
 	n := int64(len(hashes) / 16)
 	if base != 0 && k.verified != base-1 {
 		k.reset() // someone else wrote in between: the history is unknown

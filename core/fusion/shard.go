@@ -148,6 +148,12 @@ func (s *shard) dispatch() {
 	for len(s.ready) > 0 && s.bundles < s.b.opts.MaxInflight {
 		if (!turn && !ticked && s.b.contended()) || !s.b.opts.Limiter.TryAcquire() {
 			s.b.wantPermit(s)
+			if s.b.permitFree() {
+				// The last permit may have been released (and its turn passed to nobody)
+				// between the check above and the registration: pass the turn now so a
+				// waiter, maybe this shard, is woken instead of waiting for the tick.
+				s.b.passTurn()
+			}
 			break
 		}
 		fired = true
@@ -200,26 +206,31 @@ func (s *shard) learn(key string, seg ports.Segment, res ports.SegmentResult) {
 		return
 	}
 	k := s.known[key]
-	if res.Window <= 0 {
-		if k != nil { // dedup off: the probe is skipped in SQL anyway
-			s.knownEntries -= len(k.fifo)
-			delete(s.known, key)
-		}
-		return
+	if k == nil && (res.Window <= 0 || res.BaseOffset != 0) {
+		return // dedup off, or history this broker cannot know: the SQL probe covers it
 	}
 	if k == nil {
 		k = newKnown()
 		s.known[key] = k
 	}
-	s.knownEntries += k.committed(res.BaseOffset, seg.Hashes, res.CreatedAt, res.Window)
+	s.knownEntries += k.committed(res.PartitionID, res.BaseOffset, seg.Hashes, res.CreatedAt, res.Window)
 	budget := s.b.opts.CacheEntries / len(s.b.shards)
 	for other, victim := range s.known {
 		if s.knownEntries <= budget {
 			break
 		}
 		if other != key {
-			s.knownEntries -= len(victim.fifo)
-			delete(s.known, other)
+			s.forget(other, victim)
 		}
 	}
+	if k.verified < 0 || len(k.fifo) > budget {
+		// Unknown history (a gap, dedup turned off) can only be re-learnt from a new
+		// partition, and one partition alone may not exceed the budget: forget it.
+		s.forget(key, k)
+	}
+}
+
+func (s *shard) forget(key string, k *known) {
+	s.knownEntries -= len(k.fifo)
+	delete(s.known, key)
 }
