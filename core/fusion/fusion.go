@@ -108,8 +108,8 @@ type Batcher struct {
 	stop   chan struct{}
 
 	waitMu   sync.Mutex
-	waiters  map[*shard]struct{} // shards that found no free permit
-	nWaiters atomic.Int32        // len(waiters), read without the lock
+	waiters  map[*shard]time.Time // shards that found no free permit, since when
+	nWaiters atomic.Int32         // len(waiters), read without the lock
 
 	stats counters
 }
@@ -122,7 +122,7 @@ func New(store ports.SegmentStore, codec *segment.Codec, opts Options) *Batcher 
 		codec:   codec,
 		opts:    opts,
 		stop:    make(chan struct{}),
-		waiters: make(map[*shard]struct{}),
+		waiters: make(map[*shard]time.Time),
 	}
 	b.shards = make([]*shard, opts.Shards)
 	for i := range b.shards {
@@ -219,7 +219,9 @@ func (b *Batcher) Stats() Stats { return b.stats.snapshot() }
 // wantPermit records that s has ready partitions but found no permit.
 func (b *Batcher) wantPermit(s *shard) {
 	b.waitMu.Lock()
-	b.waiters[s] = struct{}{}
+	if _, waiting := b.waiters[s]; !waiting {
+		b.waiters[s] = time.Now()
+	}
 	b.nWaiters.Store(int32(len(b.waiters)))
 	b.waitMu.Unlock()
 }
@@ -232,15 +234,27 @@ func (b *Batcher) releasePermit(rtt time.Duration, ok bool) {
 
 // passTurn wakes, among the shards refused a permit, the one holding the most
 // accumulated frames: under contention a freed permit goes where it carries the biggest
-// bundle while the others keep accumulating. The hold tick is the backstop if a wake-up
-// is lost.
+// bundle while the others keep accumulating. A shard refused for longer than four hold
+// ticks goes first regardless, so a lightly loaded shard is not starved by busy ones.
+// The hold tick is the backstop if a wake-up is lost.
 func (b *Batcher) passTurn() {
 	b.waitMu.Lock()
 	var best *shard
-	for s := range b.waiters {
-		if best == nil || s.backlog.Load() > best.backlog.Load() {
-			best = s
+	var bestSince time.Time
+	starved := time.Now().Add(-4 * b.opts.Hold)
+	for s, since := range b.waiters {
+		switch {
+		case best == nil:
+		case since.Before(starved) || bestSince.Before(starved):
+			// Fairness bound: a shard refused for more than four hold ticks goes first
+			// (the oldest of them), whatever its backlog.
+			if !since.Before(bestSince) {
+				continue
+			}
+		case s.backlog.Load() <= best.backlog.Load():
+			continue
 		}
+		best, bestSince = s, since
 	}
 	if best != nil {
 		delete(b.waiters, best)
