@@ -67,6 +67,24 @@ type SegmentStore interface {
 	// SegmentAt returns the segment covering offset in the partition; ok is false when
 	// it no longer exists (removed by retention).
 	SegmentAt(ctx context.Context, partitionID string, offset int64) (seg StoredSegment, ok bool, err error)
+	// RecentHashes reads, from one snapshot, the partition's last offset and the hash
+	// sidecar of every segment at or below it committed within the last window: all the
+	// history a duplicate probe with that window could match. Used to warm the broker's
+	// dedup cache for partitions it did not write since it started.
+	RecentHashes(ctx context.Context, partitionID string, window time.Duration) (RecentHashes, error)
+}
+
+// RecentHashes is a partition's recent dedup history (see SegmentStore.RecentHashes).
+type RecentHashes struct {
+	LastOffset int64
+	Segments   []HashedSegment // ascending offsets
+}
+
+// HashedSegment is one segment's hash sidecar row.
+type HashedSegment struct {
+	BaseOffset int64
+	CreatedAt  time.Time
+	Hashes     []byte // 16 bytes per frame, frame order
 }
 
 // QueueSettings answers per-queue questions the push path needs.

@@ -76,6 +76,7 @@ func SegmentStore(t *testing.T, newFixture func(t *testing.T) Fixture) {
 		{"history older than the window is not probed", testWindowExpiry},
 		{"segment at covers offsets", testSegmentAt},
 		{"verified history is not probed", testVerified},
+		{"recent hashes cover the window", testRecentHashes},
 		{"misaligned hashes are rejected", testMisaligned},
 		{"concurrent bundles keep partitions gapless", testConcurrent},
 	}
@@ -253,5 +254,26 @@ func testVerified(t *testing.T, f Fixture) {
 	stale.Verified = 99 // beyond the allocator: not this partition's history, ignored
 	if r := push(t, f.Store, stale)[0]; r.Status != ports.SegmentDuplicate || r.Dups[0].Offset != 0 {
 		t.Fatalf("watermark beyond the allocator: %+v, want duplicate of offset 0", r)
+	}
+}
+
+func testRecentHashes(t *testing.T, f Fixture) {
+	old := push(t, f.Store, seg("q", "p", "a", "b"))[0]
+	f.Age(t, old.PartitionID, time.Hour)
+	push(t, f.Store, seg("q", "p", "c"))
+	push(t, f.Store, seg("q", "p", "d", "e"))
+	rh, err := f.Store.RecentHashes(context.Background(), old.PartitionID, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rh.LastOffset != 4 || len(rh.Segments) != 2 {
+		t.Fatalf("recent = last %d with %d segments, want 4 and the 2 segments inside the window", rh.LastOffset, len(rh.Segments))
+	}
+	if s := rh.Segments[1]; s.BaseOffset != 3 || !bytes.Equal(s.Hashes, append(hash("d"), hash("e")...)) || s.CreatedAt.IsZero() {
+		t.Fatalf("segment %+v, want base 3 with the hashes of d and e", s)
+	}
+	none, err := f.Store.RecentHashes(context.Background(), "00000000-0000-4000-8000-00000000dead", time.Minute)
+	if err != nil || none.LastOffset != -1 || len(none.Segments) != 0 {
+		t.Fatalf("unknown partition: %+v, %v; want last -1 and nothing", none, err)
 	}
 }

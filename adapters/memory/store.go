@@ -216,3 +216,22 @@ func (s *Store) Age(partitionID string, d time.Duration) {
 		}
 	}
 }
+
+// RecentHashes implements ports.SegmentStore.
+func (s *Store) RecentHashes(_ context.Context, partitionID string, window time.Duration) (ports.RecentHashes, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.byID[partitionID]
+	if p == nil {
+		return ports.RecentHashes{LastOffset: -1}, nil
+	}
+	out := ports.RecentHashes{LastOffset: p.last}
+	cutoff := s.Now().Add(-window)
+	for _, sg := range p.segs {
+		if !sg.CreatedAt.Before(cutoff) {
+			out.Segments = append(out.Segments, ports.HashedSegment{
+				BaseOffset: sg.BaseOffset, CreatedAt: sg.CreatedAt, Hashes: bytes.Clone(sg.hashes)})
+		}
+	}
+	return out, nil
+}

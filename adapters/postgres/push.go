@@ -111,3 +111,41 @@ func (s *Store) EncryptionEnabled(ctx context.Context, tenant, queue string) (bo
 	})
 	return on, err
 }
+
+// RecentHashes implements ports.SegmentStore: one REPEATABLE READ snapshot, so the hash
+// rows are exactly those at or below the last offset it reports.
+func (s *Store) RecentHashes(ctx context.Context, partitionID string, window time.Duration) (ports.RecentHashes, error) {
+	out := ports.RecentHashes{LastOffset: -1}
+	err := s.run(ctx, "recent hashes", func(ctx context.Context, c *pgxpool.Conn) error {
+		tx, err := c.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+		if err != nil {
+			return err
+		}
+		defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+		err = tx.QueryRow(ctx, `SELECT last_offset FROM queen.log_partitions WHERE id = $1::uuid`, partitionID).Scan(&out.LastOffset)
+		if err == pgx.ErrNoRows {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		rows, err := tx.Query(ctx, `SELECT base_offset, created_at, hashes FROM queen.log_txns
+			WHERE partition_id = $1::uuid AND end_offset <= $2 AND created_at >= now() - $3::interval
+			ORDER BY end_offset`, partitionID, out.LastOffset, window)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var h ports.HashedSegment
+			if err := rows.Scan(&h.BaseOffset, &h.CreatedAt, &h.Hashes); err != nil {
+				return err
+			}
+			out.Segments = append(out.Segments, h)
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		return tx.Commit(ctx)
+	})
+	return out, err
+}

@@ -497,3 +497,44 @@ func TestPassTurnPrefersBacklogThenAge(t *testing.T) {
 		})
 	}
 }
+
+func TestDedupCacheWarmsUpFromStoredHistory(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := memory.NewStore()
+		// History written before this broker existed (a restart, another broker).
+		for _, txn := range []string{"a", "b", "c"} {
+			h := dedup.Hash(txn)
+			if _, err := store.PushSegments(t.Context(), []ports.Segment{{Tenant: tenant, Queue: "q", Partition: "p",
+				Count: 1, Hashes: h[:], Verified: -1, Blob: []byte{1}}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var mu sync.Mutex
+		var sent []int64
+		store.BeforePush = func(segs []ports.Segment) error {
+			mu.Lock()
+			defer mu.Unlock()
+			sent = append(sent, segs[0].Verified)
+			return nil
+		}
+		b := New(store, testCodec(t), Options{Shards: 1})
+		var wg sync.WaitGroup
+		for _, txns := range [][]string{{"x"}, {"y"}, {"a"}} {
+			g := request(&wg, "q", "p", txns...)
+			b.Submit(g)
+			wg.Wait()
+			synctest.Wait() // let the warm-up read land
+		}
+		// First push: history unknown (full probe), which starts the warm-up; second:
+		// the warmed watermark covers offsets 0-3; third repeats "a": full probe again.
+		mu.Lock()
+		got := fmt.Sprint(sent)
+		mu.Unlock()
+		if got != fmt.Sprint([]int64{-1, 3, -1}) {
+			t.Fatalf("verified watermarks sent = %s, want [-1 3 -1]", got)
+		}
+		if err := b.Close(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	})
+}

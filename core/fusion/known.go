@@ -9,7 +9,9 @@ import "time"
 // found here sends the segment with Verified -1 (a full probe), never a local duplicate.
 //
 // The watermark is only extended by this broker's own commits when they are contiguous
-// (base == verified+1, or base 0 for a new partition); any gap (another broker wrote, a
+// (base == verified+1, or base 0 for a new partition), or re-armed by a warm-up read of
+// the partition's recent hash sidecar (warm.go) when the broker did not write its
+// history itself (after a restart, or after another broker wrote); any gap (another broker wrote, a
 // commit's outcome was lost) resets it to -1, so it can be stale only in excess. Entries
 // older than the queue's window are evicted, which is safe because the SQL probe ignores
 // them too (its cutoff is taken later, on the database clock the entries carry). One
@@ -60,6 +62,9 @@ func (k *known) committed(pid string, base int64, hashes []byte, at time.Time, w
 	}
 	k.pid, k.window = pid, window
 	n := int64(len(hashes) / 16)
+	if k.verified >= 0 && base+n-1 <= k.verified {
+		return 0 // already known: a warm-up snapshot taken after this commit included it
+	}
 	if base != 0 && k.verified != base-1 {
 		k.reset() // someone else wrote in between: the history is unknown
 		return len(k.fifo) - before

@@ -45,18 +45,22 @@ type shard struct {
 	turn    bool         // woken by passTurn: a freed permit is meant for this shard
 	ticked  bool         // the hold tick fired: retry even if others wait (liveness)
 
-	known        map[string]*known // dedup cache, by partition key (outlives idle parts)
-	knownEntries int               // hashes held in known, bounded by Options.CacheEntries/Shards
+	known        map[string]*known    // dedup cache, by partition key (outlives idle parts)
+	knownEntries int                  // hashes held in known, bounded by Options.CacheEntries/Shards
+	warmed       chan *warmed         // finished warm-up reads (see warm.go)
+	warmTried    map[string]time.Time // partition key -> last warm-up start
 }
 
 func newShard(b *Batcher) *shard {
 	return &shard{
-		b:     b,
-		in:    make(chan []*Group, 4096),
-		done:  make(chan *flushed, 64),
-		wake:  make(chan struct{}, 1),
-		parts: make(map[string]*part),
-		known: make(map[string]*known),
+		b:         b,
+		in:        make(chan []*Group, 4096),
+		done:      make(chan *flushed, 64),
+		wake:      make(chan struct{}, 1),
+		parts:     make(map[string]*part),
+		known:     make(map[string]*known),
+		warmed:    make(chan *warmed, 256),
+		warmTried: make(map[string]time.Time),
 	}
 }
 
@@ -84,6 +88,8 @@ func (s *shard) run() {
 			s.drain()
 		case f := <-s.done:
 			s.complete(f)
+		case w := <-s.warmed:
+			s.install(w)
 		case <-s.wake:
 			s.turn = true
 		case <-tick.C:
@@ -206,8 +212,12 @@ func (s *shard) learn(key string, seg ports.Segment, res ports.SegmentResult) {
 		return
 	}
 	k := s.known[key]
-	if k == nil && (res.Window <= 0 || res.BaseOffset != 0) {
-		return // dedup off, or history this broker cannot know: the SQL probe covers it
+	if k == nil && res.Window > 0 && res.BaseOffset != 0 {
+		s.warm(key, res.PartitionID, res.Window) // history written before us: read it
+		return
+	}
+	if k == nil && res.Window <= 0 {
+		return // dedup off: the SQL probe is skipped anyway
 	}
 	if k == nil {
 		k = newKnown()
