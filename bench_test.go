@@ -56,6 +56,16 @@ func cpuTimes() (busy, total float64) {
 
 func (r loadResult) rate() float64 { return float64(r.msgs) / r.elapsed.Seconds() }
 
+// plus combines two phases of the same kind, weighting CPU use by duration.
+func (r loadResult) plus(o loadResult) loadResult {
+	total := r.elapsed + o.elapsed
+	return loadResult{
+		msgs: r.msgs + o.msgs, requests: r.requests + o.requests, errors: r.errors + o.errors,
+		elapsed: total,
+		cpuBusy: (r.cpuBusy*r.elapsed.Seconds() + o.cpuBusy*o.elapsed.Seconds()) / total.Seconds(),
+	}
+}
+
 // runLoad runs workers until d elapses; each call of op sends one request of batch
 // messages and reports success.
 func runLoad(workers, batch int, d time.Duration, op func(worker, seq int) error) loadResult {
@@ -97,10 +107,20 @@ func baseline(b *testing.B, url string, workers, batch int, d time.Duration) loa
 		b.Fatal(err)
 	}
 	defer pool.Close()
-	table := fmt.Sprintf("baseline_%d", batch)
+	table := fmt.Sprintf("baseline_%d_%d", batch, time.Now().UnixNano())
 	if _, err := pool.Exec(ctx, `CREATE TABLE `+table+` (id bigserial PRIMARY KEY, partition text NOT NULL,
 		txn text NOT NULL, created_at timestamptz NOT NULL DEFAULT now(), payload text NOT NULL)`); err != nil {
 		b.Fatal(err)
+	}
+	// Open every connection before the clock starts: the broker's pool is warm too.
+	conns := make([]*pgxpool.Conn, workers)
+	for i := range conns {
+		if conns[i], err = pool.Acquire(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, c := range conns {
+		c.Release()
 	}
 	insert := `INSERT INTO ` + table + ` (partition, txn, payload) SELECT * FROM unnest($1::text[], $2::text[], $3::text[])`
 	return runLoad(workers, batch, d, func(w, seq int) error {
@@ -177,6 +197,22 @@ func (c *rawClient) roundTrip() (int, error) {
 	return code, err
 }
 
+// settle lets the background work of the previous phase (checkpoint, autovacuum) finish
+// so that it does not weigh on the next one.
+func settle(b *testing.B, url string) {
+	b.Helper()
+	ctx := context.Background()
+	conn, err := pgxpool.New(ctx, url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.Exec(ctx, "CHECKPOINT"); err != nil {
+		b.Fatal(err)
+	}
+	time.Sleep(2 * time.Second)
+}
+
 // fusionLoad pushes batch items per request over HTTP from workers connections.
 func fusionLoad(a *testApp, workers, batch int, d time.Duration, queue string) loadResult {
 	clients := make([]*rawClient, workers)
@@ -216,7 +252,7 @@ func fusionLoad(a *testApp, workers, batch int, d time.Duration, queue string) l
 }
 
 // BenchmarkPushFusion compares push fusion with plain inserts into the same PostgreSQL,
-// measured in the same run: 64 concurrent single-message requests over 1000 partitions,
+// measured in the same run (the baseline half before, half after the fusion phase): 64 concurrent single-message requests over 1000 partitions,
 // then 16 connections pushing 100 items per request. Run with -benchtime 1x; each phase
 // lasts QUEEN_BENCH_SECONDS (10 s).
 func BenchmarkPushFusion(b *testing.B) {
@@ -238,10 +274,19 @@ func BenchmarkPushFusion(b *testing.B) {
 					}
 				}
 				a := startApp(b, env)
-				base := baseline(b, pgtest.NewDatabase(b), sc.workers, sc.batch, d)
+				// The baseline runs half before and half after the fusion phase, so drift
+				// of this noisy machine during the run weighs on both sides alike.
+				baseDB := pgtest.NewDatabase(b)
+				settle(b, baseDB)
+				base1 := baseline(b, baseDB, sc.workers, sc.batch, d/2)
+				settle(b, baseDB)
 				before := a.Batcher.Stats()
 				fused := fusionLoad(a, sc.workers, sc.batch, d, "bench-"+sc.name)
 				after := a.Batcher.Stats()
+				settle(b, baseDB)
+				base2 := baseline(b, baseDB, sc.workers, sc.batch, d/2)
+				base := base1.plus(base2)
+				b.Logf("%s: baseline halves %.0f and %.0f msgs/s", sc.name, base1.rate(), base2.rate())
 				commits := float64(after.Commits - before.Commits)
 				segs := float64(after.Segments - before.Segments)
 				b.ReportMetric(fused.rate(), "msgs/s")
