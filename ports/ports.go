@@ -70,14 +70,16 @@ type SegmentStore interface {
 	// RecentHashes reads, from one snapshot, the partition's last offset and the hash
 	// sidecar of every segment at or below it committed within the last window: all the
 	// history a duplicate probe with that window could match. Used to warm the broker's
-	// dedup cache for partitions it did not write since it started.
-	RecentHashes(ctx context.Context, partitionID string, window time.Duration) (RecentHashes, error)
+	// dedup cache for partitions it did not write since it started. When that history
+	// holds more than maxSegments segments it reads no hashes and sets TooLarge.
+	RecentHashes(ctx context.Context, partitionID string, window time.Duration, maxSegments int) (RecentHashes, error)
 }
 
 // RecentHashes is a partition's recent dedup history (see SegmentStore.RecentHashes).
 type RecentHashes struct {
 	LastOffset int64
 	Segments   []HashedSegment // ascending offsets
+	TooLarge   bool            // more than maxSegments segments: Segments is empty
 }
 
 // HashedSegment is one segment's hash sidecar row.

@@ -262,7 +262,7 @@ func testRecentHashes(t *testing.T, f Fixture) {
 	f.Age(t, old.PartitionID, time.Hour)
 	push(t, f.Store, seg("q", "p", "c"))
 	push(t, f.Store, seg("q", "p", "d", "e"))
-	rh, err := f.Store.RecentHashes(context.Background(), old.PartitionID, time.Minute)
+	rh, err := f.Store.RecentHashes(context.Background(), old.PartitionID, time.Minute, 10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,7 +272,11 @@ func testRecentHashes(t *testing.T, f Fixture) {
 	if s := rh.Segments[1]; s.BaseOffset != 3 || !bytes.Equal(s.Hashes, append(hash("d"), hash("e")...)) || s.CreatedAt.IsZero() {
 		t.Fatalf("segment %+v, want base 3 with the hashes of d and e", s)
 	}
-	none, err := f.Store.RecentHashes(context.Background(), "00000000-0000-4000-8000-00000000dead", time.Minute)
+	big, err := f.Store.RecentHashes(context.Background(), old.PartitionID, time.Minute, 1)
+	if err != nil || !big.TooLarge || len(big.Segments) != 0 {
+		t.Fatalf("history above maxSegments: %+v, %v; want TooLarge and no segments", big, err)
+	}
+	none, err := f.Store.RecentHashes(context.Background(), "00000000-0000-4000-8000-00000000dead", time.Minute, 10)
 	if err != nil || none.LastOffset != -1 || len(none.Segments) != 0 {
 		t.Fatalf("unknown partition: %+v, %v; want last -1 and nothing", none, err)
 	}

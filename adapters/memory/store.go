@@ -218,7 +218,7 @@ func (s *Store) Age(partitionID string, d time.Duration) {
 }
 
 // RecentHashes implements ports.SegmentStore.
-func (s *Store) RecentHashes(_ context.Context, partitionID string, window time.Duration) (ports.RecentHashes, error) {
+func (s *Store) RecentHashes(_ context.Context, partitionID string, window time.Duration, maxSegments int) (ports.RecentHashes, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p := s.byID[partitionID]
@@ -232,6 +232,9 @@ func (s *Store) RecentHashes(_ context.Context, partitionID string, window time.
 			out.Segments = append(out.Segments, ports.HashedSegment{
 				BaseOffset: sg.BaseOffset, CreatedAt: sg.CreatedAt, Hashes: bytes.Clone(sg.hashes)})
 		}
+	}
+	if len(out.Segments) > maxSegments {
+		out.Segments, out.TooLarge = nil, true
 	}
 	return out, nil
 }

@@ -114,7 +114,7 @@ func (s *Store) EncryptionEnabled(ctx context.Context, tenant, queue string) (bo
 
 // RecentHashes implements ports.SegmentStore: one REPEATABLE READ snapshot, so the hash
 // rows are exactly those at or below the last offset it reports.
-func (s *Store) RecentHashes(ctx context.Context, partitionID string, window time.Duration) (ports.RecentHashes, error) {
+func (s *Store) RecentHashes(ctx context.Context, partitionID string, window time.Duration, maxSegments int) (ports.RecentHashes, error) {
 	out := ports.RecentHashes{LastOffset: -1}
 	err := s.run(ctx, "recent hashes", func(ctx context.Context, c *pgxpool.Conn) error {
 		tx, err := c.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
@@ -128,6 +128,18 @@ func (s *Store) RecentHashes(ctx context.Context, partitionID string, window tim
 		}
 		if err != nil {
 			return err
+		}
+		// Count first (the rows are small and hot): a window too large for the cache is
+		// not worth shipping.
+		var n int
+		if err := tx.QueryRow(ctx, `SELECT count(*) FROM (SELECT 1 FROM queen.log_txns
+			WHERE partition_id = $1::uuid AND end_offset <= $2 AND created_at >= now() - $3::interval
+			LIMIT $4) c`, partitionID, out.LastOffset, window, maxSegments+1).Scan(&n); err != nil {
+			return err
+		}
+		if n > maxSegments {
+			out.TooLarge = true
+			return tx.Commit(ctx)
 		}
 		rows, err := tx.Query(ctx, `SELECT base_offset, created_at, hashes FROM queen.log_txns
 			WHERE partition_id = $1::uuid AND end_offset <= $2 AND created_at >= now() - $3::interval

@@ -48,7 +48,7 @@ type shard struct {
 	known        map[string]*known    // dedup cache, by partition key (outlives idle parts)
 	knownEntries int                  // hashes held in known, bounded by Options.CacheEntries/Shards
 	warmed       chan *warmed         // finished warm-up reads (see warm.go)
-	warmTried    map[string]time.Time // partition key -> last warm-up start
+	warmTried    map[string]time.Time // partition key -> earliest next warm-up
 }
 
 func newShard(b *Batcher) *shard {

@@ -7,9 +7,12 @@ import (
 	"github.com/queen-go/queen/ports"
 )
 
-// warmRetry is how long a partition whose warm-up failed or did not fit waits before the
-// next attempt.
-const warmRetry = time.Minute
+// warmRetry is how long a partition whose warm-up failed waits before the next attempt;
+// one whose history did not fit waits warmRetryLarge (its history will not shrink soon).
+const (
+	warmRetry      = time.Minute
+	warmRetryLarge = 30 * time.Minute
+)
 
 // warmed is the outcome of one warm-up read.
 type warmed struct {
@@ -25,14 +28,17 @@ type warmed struct {
 // At most one read per partition per warmRetry; the read runs off the shard goroutine
 // and its result comes back through s.warmed.
 func (s *shard) warm(key, pid string, window time.Duration) {
-	if last, ok := s.warmTried[key]; ok && time.Since(last) < warmRetry {
+	if next, ok := s.warmTried[key]; ok && time.Now().Before(next) {
 		return
 	}
-	s.warmTried[key] = time.Now()
+	s.warmTried[key] = time.Now().Add(warmRetry)
+	// A window's history is worth reading only if a quarter of the shard's budget
+	// holds it (segments hold at least one frame each).
+	maxSegments := max(1, s.b.opts.CacheEntries/len(s.b.shards)/4)
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		rh, err := s.b.store.RecentHashes(ctx, pid, window)
+		rh, err := s.b.store.RecentHashes(ctx, pid, window, maxSegments)
 		select {
 		case s.warmed <- &warmed{key: key, pid: pid, window: window, recent: rh, err: err}:
 		default: // the shard is saturated with results or gone: this warm-up is dropped
@@ -47,6 +53,10 @@ func (s *shard) install(w *warmed) {
 		s.b.opts.Logger.Debug("fusion: dedup cache warm-up failed", "partition_id", w.pid, "err", w.err)
 		return
 	}
+	if w.recent.TooLarge {
+		s.warmTried[w.key] = time.Now().Add(warmRetryLarge)
+		return
+	}
 	if s.known[w.key] != nil || w.recent.LastOffset < 0 {
 		return
 	}
@@ -55,6 +65,7 @@ func (s *shard) install(w *warmed) {
 		frames += len(sg.Hashes) / 16
 	}
 	if s.knownEntries+frames > s.b.opts.CacheEntries/len(s.b.shards) {
+		s.warmTried[w.key] = time.Now().Add(warmRetryLarge)
 		return // too much history for the budget: this partition keeps probing in SQL
 	}
 	k := newKnown()
