@@ -67,17 +67,19 @@ type SegmentStore interface {
 	// SegmentAt returns the segment covering offset in the partition; ok is false when
 	// it no longer exists (removed by retention).
 	SegmentAt(ctx context.Context, partitionID string, offset int64) (seg StoredSegment, ok bool, err error)
-	// RecentHashes reads, from one snapshot, the partition's last offset and the hash
-	// sidecar of every segment at or below it committed within the last window: all the
-	// history a duplicate probe with that window could match. Used to warm the broker's
-	// dedup cache for partitions it did not write since it started. When that history
-	// holds more than maxSegments segments it reads no hashes and sets TooLarge.
-	RecentHashes(ctx context.Context, partitionID string, window time.Duration, maxSegments int) (RecentHashes, error)
+	// RecentHashes reads, from one snapshot, the partition's last offset, its queue's
+	// dedup window, and the hash sidecar of every segment at or below that offset
+	// committed within that window: all the history a duplicate probe could match. Used
+	// to warm the broker's dedup cache for partitions it did not write since it started.
+	// When that history holds more than maxSegments segments it reads no hashes and sets
+	// TooLarge. An unknown partition reads as LastOffset -1.
+	RecentHashes(ctx context.Context, partitionID string, maxSegments int) (RecentHashes, error)
 }
 
 // RecentHashes is a partition's recent dedup history (see SegmentStore.RecentHashes).
 type RecentHashes struct {
 	LastOffset int64
+	Window     time.Duration   // the queue's dedup window in the snapshot
 	Segments   []HashedSegment // ascending offsets
 	TooLarge   bool            // more than maxSegments segments: Segments is empty
 }

@@ -258,25 +258,26 @@ func testVerified(t *testing.T, f Fixture) {
 }
 
 func testRecentHashes(t *testing.T, f Fixture) {
+	f.SetWindow(t, tenant, "q", time.Minute)
 	old := push(t, f.Store, seg("q", "p", "a", "b"))[0]
 	f.Age(t, old.PartitionID, time.Hour)
 	push(t, f.Store, seg("q", "p", "c"))
 	push(t, f.Store, seg("q", "p", "d", "e"))
-	rh, err := f.Store.RecentHashes(context.Background(), old.PartitionID, time.Minute, 10)
+	rh, err := f.Store.RecentHashes(context.Background(), old.PartitionID, 10)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rh.LastOffset != 4 || len(rh.Segments) != 2 {
-		t.Fatalf("recent = last %d with %d segments, want 4 and the 2 segments inside the window", rh.LastOffset, len(rh.Segments))
+	if rh.LastOffset != 4 || len(rh.Segments) != 2 || rh.Window != time.Minute {
+		t.Fatalf("recent = last %d, window %v, %d segments; want 4, 1m and the 2 segments inside the window", rh.LastOffset, rh.Window, len(rh.Segments))
 	}
 	if s := rh.Segments[1]; s.BaseOffset != 3 || !bytes.Equal(s.Hashes, append(hash("d"), hash("e")...)) || s.CreatedAt.IsZero() {
 		t.Fatalf("segment %+v, want base 3 with the hashes of d and e", s)
 	}
-	big, err := f.Store.RecentHashes(context.Background(), old.PartitionID, time.Minute, 1)
+	big, err := f.Store.RecentHashes(context.Background(), old.PartitionID, 1)
 	if err != nil || !big.TooLarge || len(big.Segments) != 0 {
 		t.Fatalf("history above maxSegments: %+v, %v; want TooLarge and no segments", big, err)
 	}
-	none, err := f.Store.RecentHashes(context.Background(), "00000000-0000-4000-8000-00000000dead", time.Minute, 10)
+	none, err := f.Store.RecentHashes(context.Background(), "00000000-0000-4000-8000-00000000dead", 10)
 	if err != nil || none.LastOffset != -1 || len(none.Segments) != 0 {
 		t.Fatalf("unknown partition: %+v, %v; want last -1 and nothing", none, err)
 	}

@@ -31,9 +31,10 @@ type Store struct {
 }
 
 type partition struct {
-	id   string
-	last int64
-	segs []stored
+	id       string
+	queueKey string // tenant\x1fqueue
+	last     int64
+	segs     []stored
 }
 
 type stored struct {
@@ -125,7 +126,8 @@ func (s *Store) pushOne(sg ports.Segment, now time.Time) ports.SegmentResult {
 	key := sg.Tenant + "\x1f" + sg.Queue + "\x1f" + sg.Partition
 	p := s.partitions[key]
 	if p == nil {
-		p = &partition{id: fmt.Sprintf("00000000-0000-4000-8000-%012d", len(s.partitions)+1), last: -1}
+		p = &partition{id: fmt.Sprintf("00000000-0000-4000-8000-%012d", len(s.partitions)+1), last: -1,
+			queueKey: sg.Tenant + "\x1f" + sg.Queue}
 		s.partitions[key] = p
 		s.byID[p.id] = p
 	}
@@ -218,14 +220,18 @@ func (s *Store) Age(partitionID string, d time.Duration) {
 }
 
 // RecentHashes implements ports.SegmentStore.
-func (s *Store) RecentHashes(_ context.Context, partitionID string, window time.Duration, maxSegments int) (ports.RecentHashes, error) {
+func (s *Store) RecentHashes(_ context.Context, partitionID string, maxSegments int) (ports.RecentHashes, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p := s.byID[partitionID]
 	if p == nil {
 		return ports.RecentHashes{LastOffset: -1}, nil
 	}
-	out := ports.RecentHashes{LastOffset: p.last}
+	window, ok := s.windows[p.queueKey]
+	if !ok {
+		window = DefaultWindow
+	}
+	out := ports.RecentHashes{LastOffset: p.last, Window: window}
 	cutoff := s.Now().Add(-window)
 	for _, sg := range p.segs {
 		if !sg.CreatedAt.Before(cutoff) {

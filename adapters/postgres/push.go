@@ -114,7 +114,7 @@ func (s *Store) EncryptionEnabled(ctx context.Context, tenant, queue string) (bo
 
 // RecentHashes implements ports.SegmentStore: one REPEATABLE READ snapshot, so the hash
 // rows are exactly those at or below the last offset it reports.
-func (s *Store) RecentHashes(ctx context.Context, partitionID string, window time.Duration, maxSegments int) (ports.RecentHashes, error) {
+func (s *Store) RecentHashes(ctx context.Context, partitionID string, maxSegments int) (ports.RecentHashes, error) {
 	out := ports.RecentHashes{LastOffset: -1}
 	err := s.run(ctx, "recent hashes", func(ctx context.Context, c *pgxpool.Conn) error {
 		tx, err := c.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
@@ -122,13 +122,18 @@ func (s *Store) RecentHashes(ctx context.Context, partitionID string, window tim
 			return err
 		}
 		defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-		err = tx.QueryRow(ctx, `SELECT last_offset FROM queen.log_partitions WHERE id = $1::uuid`, partitionID).Scan(&out.LastOffset)
+		var windowSeconds int64
+		err = tx.QueryRow(ctx, `SELECT p.last_offset, q.dedup_window_seconds
+			FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id
+			WHERE p.id = $1::uuid`, partitionID).Scan(&out.LastOffset, &windowSeconds)
 		if err == pgx.ErrNoRows {
 			return nil
 		}
 		if err != nil {
 			return err
 		}
+		out.Window = time.Duration(windowSeconds) * time.Second
+		window := out.Window
 		// Count first (the rows are small and hot): a window too large for the cache is
 		// not worth shipping.
 		var n int

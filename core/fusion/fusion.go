@@ -107,6 +107,10 @@ type Batcher struct {
 	wg     sync.WaitGroup
 	stop   chan struct{}
 
+	warmSlots  chan struct{}   // semaphore of concurrent dedup cache warm-up reads
+	warmCtx    context.Context // cancelled by Close: warm-ups are optional work
+	cancelWarm context.CancelFunc
+
 	waitMu   sync.Mutex
 	waiters  map[*shard]time.Time // shards that found no free permit, since when
 	nWaiters atomic.Int32         // len(waiters), read without the lock
@@ -118,12 +122,14 @@ type Batcher struct {
 func New(store ports.SegmentStore, codec *segment.Codec, opts Options) *Batcher {
 	opts.defaults()
 	b := &Batcher{
-		store:   store,
-		codec:   codec,
-		opts:    opts,
-		stop:    make(chan struct{}),
-		waiters: make(map[*shard]time.Time),
+		store:     store,
+		codec:     codec,
+		opts:      opts,
+		stop:      make(chan struct{}),
+		waiters:   make(map[*shard]time.Time),
+		warmSlots: make(chan struct{}, warmParallel),
 	}
+	b.warmCtx, b.cancelWarm = context.WithCancel(context.Background())
 	b.shards = make([]*shard, opts.Shards)
 	for i := range b.shards {
 		b.shards[i] = newShard(b)
@@ -198,6 +204,7 @@ func (b *Batcher) Close(ctx context.Context) error {
 	if !b.closed {
 		b.closed = true
 		close(b.stop)
+		b.cancelWarm()
 	}
 	b.mu.Unlock()
 	done := make(chan struct{})

@@ -49,6 +49,7 @@ type shard struct {
 	knownEntries int                  // hashes held in known, bounded by Options.CacheEntries/Shards
 	warmed       chan *warmed         // finished warm-up reads (see warm.go)
 	warmTried    map[string]time.Time // partition key -> earliest next warm-up
+	warming      map[string][]seen    // partition key -> commits learnt while its read is pending
 }
 
 func newShard(b *Batcher) *shard {
@@ -59,8 +60,9 @@ func newShard(b *Batcher) *shard {
 		wake:      make(chan struct{}, 1),
 		parts:     make(map[string]*part),
 		known:     make(map[string]*known),
-		warmed:    make(chan *warmed, 256),
+		warmed:    make(chan *warmed, warmParallel),
 		warmTried: make(map[string]time.Time),
+		warming:   make(map[string][]seen),
 	}
 }
 
@@ -175,8 +177,10 @@ func (s *shard) dispatch() {
 		s.bundles++
 		go s.b.flush(s, bundle)
 	}
-	if turn && !fired && s.b.permitFree() {
-		s.b.passTurn() // the permit meant for this shard is unused here: pass it on
+	if (turn || fired) && s.b.permitFree() && s.b.contended() {
+		// A permit is still free (unused here, or the limit grew): hand it on rather
+		// than leave it idle until a tick.
+		s.b.passTurn()
 	}
 }
 
@@ -213,7 +217,11 @@ func (s *shard) learn(key string, seg ports.Segment, res ports.SegmentResult) {
 	}
 	k := s.known[key]
 	if k == nil && res.Window > 0 && res.BaseOffset != 0 {
-		s.warm(key, res.PartitionID, res.Window) // history written before us: read it
+		// History written before us: read it; commits landing meanwhile are replayed.
+		s.warm(key, res.PartitionID)
+		if _, pending := s.warming[key]; pending {
+			s.remember(key, seen{res.PartitionID, res.BaseOffset, seg.Hashes, res.CreatedAt, res.Window})
+		}
 		return
 	}
 	if k == nil && res.Window <= 0 {

@@ -7,57 +7,93 @@ import (
 	"github.com/queen-go/queen/ports"
 )
 
-// warmRetry is how long a partition whose warm-up failed waits before the next attempt;
-// one whose history did not fit waits warmRetryLarge (its history will not shrink soon).
 const (
-	warmRetry      = time.Minute
+	// warmRetry is the least time between two warm-ups of one partition (after a
+	// failure, or after the cache was reset again).
+	warmRetry = time.Minute
+	// warmRetryLarge is the wait after a history too large for the budget: it will not
+	// shrink soon.
 	warmRetryLarge = 30 * time.Minute
+	// warmParallel bounds concurrent warm-up reads per Batcher, so a restart does not
+	// take the pool away from pushes.
+	warmParallel = 2
+	// warmBacklog bounds the commits remembered per partition while its read is pending.
+	warmBacklog = 1024
 )
 
 // warmed is the outcome of one warm-up read.
 type warmed struct {
 	key, pid string
-	window   time.Duration
 	recent   ports.RecentHashes
 	err      error
+}
+
+// seen is a commit learnt while the partition's warm-up read is pending: it is replayed
+// over the snapshot when the read lands (commits after the snapshot extend it).
+type seen struct {
+	pid    string
+	base   int64
+	hashes []byte
+	at     time.Time
+	window time.Duration
 }
 
 // warm starts reading a partition's recent dedup history, so that a broker that did
 // not write the partition since it started (a restart, another broker's writes) can
 // claim a watermark again instead of making every push probe the whole window in SQL.
-// At most one read per partition per warmRetry; the read runs off the shard goroutine
-// and its result comes back through s.warmed.
-func (s *shard) warm(key, pid string, window time.Duration) {
-	if next, ok := s.warmTried[key]; ok && time.Now().Before(next) {
+// At most one read per partition per warmRetry and warmParallel reads at a time; the
+// read runs off the shard goroutine and its result comes back through s.warmed.
+func (s *shard) warm(key, pid string) {
+	if _, pending := s.warming[key]; pending {
 		return
 	}
-	s.warmTried[key] = time.Now().Add(warmRetry)
+	now := time.Now()
+	if next, ok := s.warmTried[key]; ok && now.Before(next) {
+		return
+	}
+	select {
+	case s.b.warmSlots <- struct{}{}:
+	default:
+		return // enough reads in flight: a later commit will ask again
+	}
+	s.sweepWarmTried(now)
+	s.warmTried[key] = now.Add(warmRetry)
+	s.warming[key] = nil
 	// A window's history is worth reading only if a quarter of the shard's budget
 	// holds it (segments hold at least one frame each).
 	maxSegments := max(1, s.b.opts.CacheEntries/len(s.b.shards)/4)
+	s.b.wg.Add(1)
 	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer s.b.wg.Done()
+		defer func() { <-s.b.warmSlots }()
+		ctx, cancel := context.WithTimeout(s.b.warmCtx, 30*time.Second)
 		defer cancel()
-		rh, err := s.b.store.RecentHashes(ctx, pid, window, maxSegments)
-		select {
-		case s.warmed <- &warmed{key: key, pid: pid, window: window, recent: rh, err: err}:
-		default: // the shard is saturated with results or gone: this warm-up is dropped
-		}
+		rh, err := s.b.store.RecentHashes(ctx, pid, maxSegments)
+		s.warmed <- &warmed{key: key, pid: pid, recent: rh, err: err} // room: see warmParallel
 	}()
 }
 
-// install turns a warm-up read into the partition's cache, unless the cache came back
-// meanwhile, the read failed, or the history does not fit the shard's budget.
+// remember keeps a commit learnt while the partition's read is pending.
+func (s *shard) remember(key string, c seen) {
+	if b := s.warming[key]; len(b) < warmBacklog {
+		s.warming[key] = append(b, c)
+	}
+}
+
+// install turns a warm-up read into the partition's cache, then replays the commits
+// learnt while it was pending; it gives up when the read failed, the history does not fit
+// the budget, or a replayed commit leaves a gap.
 func (s *shard) install(w *warmed) {
-	if w.err != nil {
+	backlog := s.warming[w.key]
+	delete(s.warming, w.key)
+	switch {
+	case w.err != nil:
 		s.b.opts.Logger.Debug("fusion: dedup cache warm-up failed", "partition_id", w.pid, "err", w.err)
 		return
-	}
-	if w.recent.TooLarge {
+	case w.recent.TooLarge:
 		s.warmTried[w.key] = time.Now().Add(warmRetryLarge)
 		return
-	}
-	if s.known[w.key] != nil || w.recent.LastOffset < 0 {
+	case s.known[w.key] != nil || w.recent.LastOffset < 0 || w.recent.Window <= 0:
 		return
 	}
 	frames := 0
@@ -69,7 +105,8 @@ func (s *shard) install(w *warmed) {
 		return // too much history for the budget: this partition keeps probing in SQL
 	}
 	k := newKnown()
-	k.pid, k.window, k.verified = w.pid, w.window, w.recent.LastOffset
+	// The window is the queue's, read in the same snapshot as the hashes it selected.
+	k.pid, k.window, k.verified = w.pid, w.recent.Window, w.recent.LastOffset
 	for _, sg := range w.recent.Segments {
 		for i := 0; i+16 <= len(sg.Hashes); i += 16 {
 			h := [16]byte(sg.Hashes[i : i+16])
@@ -77,7 +114,25 @@ func (s *shard) install(w *warmed) {
 			k.fifo = append(k.fifo, stamped{h, sg.CreatedAt})
 		}
 	}
+	for _, c := range backlog {
+		k.committed(c.pid, c.base, c.hashes, c.at, c.window)
+	}
+	if k.verified < 0 {
+		return // a replayed commit left a gap: the next attempt waits warmRetry
+	}
 	s.known[w.key] = k
 	s.knownEntries += len(k.fifo)
-	delete(s.warmTried, w.key)
+}
+
+// sweepWarmTried drops expired back-off entries once the map has grown, so it follows
+// the set of recently failing partitions rather than every partition ever seen.
+func (s *shard) sweepWarmTried(now time.Time) {
+	if len(s.warmTried) < 4096 {
+		return
+	}
+	for key, next := range s.warmTried {
+		if now.After(next) {
+			delete(s.warmTried, key)
+		}
+	}
 }
