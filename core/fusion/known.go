@@ -14,10 +14,17 @@ import "time"
 // history itself (after a restart, or after another broker wrote); any gap (another broker wrote, a
 // commit's outcome was lost) resets it to -1, so it can be stale only in excess. Entries
 // older than the queue's window are evicted, which is safe because the SQL probe ignores
-// them too (its cutoff is taken later, on the database clock the entries carry). One
-// narrow gap remains: between a configure that widens the window and this partition's
-// next commit (which reports the new window and resets the cache), a flush may claim a
-// watermark over history evicted under the old, shorter window.
+// them too (its cutoff is taken later, on the database clock the entries carry).
+//
+// Two narrow gaps remain, both needing an operation that does not exist yet (issue 3
+// adds configure and queue deletion): (1) between a configure that widens a queue's
+// window and this partition's next commit (which reports the new window and resets the
+// cache), a flush may claim a watermark over history evicted under the old window;
+// (2) if a queue is deleted and created again and another writer pushes the new
+// partition past the old watermark before this broker's next commit, one flush may claim
+// it (SQL ignores a watermark beyond the allocator, which covers the slower case). The
+// fix for both is to send with the claim what it assumed (window, partition id) and let
+// SQL check it, or to reset this broker's caches from those routes.
 type known struct {
 	pid      string // partition id the history belongs to
 	verified int64
