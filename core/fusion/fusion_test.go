@@ -114,7 +114,8 @@ func TestOneFlushInFlightPerPartition(t *testing.T) {
 	third := request(&wg, "q", "p", "d")
 	b.Submit(second)
 	b.Submit(third)
-	time.Sleep(50 * time.Millisecond) // give a wrong implementation time to fire a second flush
+	waitBacklog(t, b, 3)              // both groups are in the shard...
+	time.Sleep(50 * time.Millisecond) // ...and a wrong implementation had time to fire them
 	if n := len(gt.recorded()); n != 1 {
 		t.Fatalf("%d flushes started while the partition's first flush was in flight, want 1", n)
 	}
@@ -152,7 +153,7 @@ func TestBundlesReadyPartitionsIntoOneCommit(t *testing.T) {
 		groups[i] = request(&wg, "q", fmt.Sprint("p", i+1), "x")
 		b.Submit(groups[i])
 	}
-	time.Sleep(20 * time.Millisecond) // all 10 are queued in the shard, waiting for the permit
+	waitBacklog(t, b, 10) // all 10 are queued in the shard, waiting for the permit
 	close(gt.release)
 	wg.Wait()
 
@@ -232,7 +233,7 @@ func TestLayerTwoDedupInsideOneFlush(t *testing.T) {
 	two := request(&wg, "q", "p", "other", "same")
 	b.Submit(one)
 	b.Submit(two)
-	time.Sleep(20 * time.Millisecond)
+	waitBacklog(t, b, 3)
 	close(gt.release)
 	wg.Wait()
 
@@ -537,4 +538,18 @@ func TestDedupCacheWarmsUpFromStoredHistory(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// waitBacklog waits until the (single) shard holds n accumulated frames: submissions are
+// asynchronous, and a test that releases a held flush before they arrived would see them
+// split over more flushes.
+func waitBacklog(t *testing.T, b *Batcher, n int64) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for b.shards[0].backlog.Load() != n {
+		if time.Now().After(deadline) {
+			t.Fatalf("shard backlog %d, want %d", b.shards[0].backlog.Load(), n)
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
