@@ -56,7 +56,9 @@ func TestGracefulStopAnswersInFlightPushes(t *testing.T) {
 		_ = tx.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'`).Scan(&waiting)
 		return waiting > 0
 	})
-	time.Sleep(100 * time.Millisecond) // let the rest of the requests reach the broker
+	waitFor(t, "every push to reach the broker", func() bool {
+		return a.Push.Stats().Requests >= 1+pushers // the set-up push plus these
+	})
 
 	stopped := make(chan error, 1)
 	go func() { stopped <- a.stop() }()
