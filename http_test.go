@@ -357,12 +357,7 @@ func testHTTPPushPayloads(t *testing.T, a *testApp, db *pushLogDB) {
 		// Whitespace around the value is not part of it.
 		items[i] = `{ "queue" : "` + queue + `", "payload" :` + " \n\t" + tt.raw + " \r\n" + `}`
 	}
-	resp, body := postPush(t, a, "{\"items\":[\n"+strings.Join(items, " ,\n")+"\n]}")
-	res := decodePushResponse(t, resp, body, len(tests))
-	frames := db.frames(t, queue, "Default")
-	if len(frames) != len(tests) {
-		t.Fatalf("%d frames stored, want %d", len(frames), len(tests))
-	}
+	res, frames := pushAndReadBack(t, a, db, queue, "{\"items\":[\n"+strings.Join(items, " ,\n")+"\n]}", len(tests))
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			if res[i].Status != "queued" || res[i].Offset == nil || *res[i].Offset != int64(i) {
@@ -382,6 +377,19 @@ func testHTTPPushPayloads(t *testing.T, a *testApp, db *pushLogDB) {
 	}
 }
 
+// pushAndReadBack posts body, expects n results, and returns them with the frames stored
+// in the queue's Default partition (which must be exactly n).
+func pushAndReadBack(t *testing.T, a *testApp, db *pushLogDB, queue, body string, n int) ([]pushResult, []storedFrame) {
+	t.Helper()
+	resp, raw := postPush(t, a, body)
+	res := decodePushResponse(t, resp, raw, n)
+	frames := db.frames(t, queue, "Default")
+	if len(frames) != n {
+		t.Fatalf("%d frames stored, want %d", len(frames), n)
+	}
+	return res, frames
+}
+
 func testHTTPPushExtraKeys(t *testing.T, a *testApp, db *pushLogDB) {
 	const queue = "extra-keys"
 	tests := []struct{ name, item string }{
@@ -393,12 +401,7 @@ func testHTTPPushExtraKeys(t *testing.T, a *testApp, db *pushLogDB) {
 	for i, tt := range tests {
 		items[i] = tt.item
 	}
-	resp, body := postPush(t, a, `{"items":[`+strings.Join(items, ",")+`],"traceId":"top-level","extra":{}}`)
-	res := decodePushResponse(t, resp, body, len(tests))
-	frames := db.frames(t, queue, "Default")
-	if len(frames) != len(tests) {
-		t.Fatalf("%d frames stored, want %d", len(frames), len(tests))
-	}
+	res, frames := pushAndReadBack(t, a, db, queue, `{"items":[`+strings.Join(items, ",")+`],"traceId":"top-level","extra":{}}`, len(tests))
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			if res[i].Status != "queued" {

@@ -62,8 +62,8 @@ func stopServer(t *testing.T, s *Server) {
 	}
 }
 
-// queryString runs sql on url and returns the single value it yields, as text.
-func queryString(t *testing.T, url, sql string) string {
+// withConn runs fn on a fresh connection to url (30 s budget).
+func withConn(t *testing.T, url string, fn func(ctx context.Context, conn *pgx.Conn) error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -72,25 +72,32 @@ func queryString(t *testing.T, url, sql string) string {
 		t.Fatalf("connect %s: %v", url, err)
 	}
 	defer conn.Close(ctx)
-	var v string
-	if err := conn.QueryRow(ctx, sql).Scan(&v); err != nil {
-		t.Fatalf("%s: %v", sql, err)
+	if err := fn(ctx, conn); err != nil {
+		t.Fatal(err)
 	}
+}
+
+// queryString runs sql on url and returns the single value it yields, as text.
+func queryString(t *testing.T, url, sql string) string {
+	t.Helper()
+	var v string
+	withConn(t, url, func(ctx context.Context, conn *pgx.Conn) error {
+		if err := conn.QueryRow(ctx, sql).Scan(&v); err != nil {
+			return fmt.Errorf("%s: %w", sql, err)
+		}
+		return nil
+	})
 	return v
 }
 
 func exec1(t *testing.T, url, sql string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatalf("connect %s: %v", url, err)
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, sql); err != nil {
-		t.Fatalf("%s: %v", sql, err)
-	}
+	withConn(t, url, func(ctx context.Context, conn *pgx.Conn) error {
+		if _, err := conn.Exec(ctx, sql); err != nil {
+			return fmt.Errorf("%s: %w", sql, err)
+		}
+		return nil
+	})
 }
 
 func TestStartSettings(t *testing.T) {
