@@ -152,19 +152,11 @@ func (s *shard) markReady(p *part) {
 func (s *shard) dispatch() {
 	turn, ticked := s.turn, s.ticked
 	s.turn, s.ticked = false, false
-	fired := false
 	for len(s.ready) > 0 && s.bundles < s.b.opts.MaxInflight {
 		if (!turn && !ticked && s.b.contended()) || !s.b.opts.Limiter.TryAcquire() {
 			s.b.wantPermit(s)
-			if s.b.permitFree() {
-				// The last permit may have been released (and its turn passed to nobody)
-				// between the check above and the registration: pass the turn now so a
-				// waiter, maybe this shard, is woken instead of waiting for the tick.
-				s.b.passTurn()
-			}
 			break
 		}
-		fired = true
 		n := min(len(s.ready), s.b.opts.BundleMax)
 		bundle := make([]flushPart, n)
 		for k, p := range s.ready[:n] {
@@ -177,9 +169,11 @@ func (s *shard) dispatch() {
 		s.bundles++
 		go s.b.flush(s, bundle)
 	}
-	if (turn || fired) && s.b.permitFree() && s.b.contended() {
-		// A permit is still free (unused here, or the limit grew): hand it on rather
-		// than leave it idle until a tick.
+	if s.b.permitFree() && s.b.contended() {
+		// A permit is free while shards wait: it was unused here, the limit grew, or it
+		// was released between this shard's refusal and its registration (and its turn
+		// passed to nobody). Hand it on, maybe to this shard, rather than leave it idle
+		// until a tick.
 		s.b.passTurn()
 	}
 }
@@ -216,18 +210,18 @@ func (s *shard) learn(key string, seg ports.Segment, res ports.SegmentResult) {
 		return
 	}
 	k := s.known[key]
-	if k == nil && res.Window > 0 && res.BaseOffset != 0 {
-		// History written before us: read it; commits landing meanwhile are replayed.
-		s.warm(key, res.PartitionID)
-		if _, pending := s.warming[key]; pending {
-			s.remember(key, seen{res.PartitionID, res.BaseOffset, seg.Hashes, res.CreatedAt, res.Window})
-		}
-		return
-	}
-	if k == nil && res.Window <= 0 {
-		return // dedup off: the SQL probe is skipped anyway
-	}
 	if k == nil {
+		switch {
+		case res.Window <= 0:
+			return // dedup off: the SQL probe is skipped anyway
+		case res.BaseOffset != 0:
+			// History written before us: read it; commits landing meanwhile are replayed.
+			s.warm(key, res.PartitionID)
+			if _, pending := s.warming[key]; pending {
+				s.remember(key, seen{res.PartitionID, res.BaseOffset, seg.Hashes, res.CreatedAt, res.Window})
+			}
+			return
+		}
 		k = newKnown()
 		s.known[key] = k
 	}
