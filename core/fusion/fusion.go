@@ -335,7 +335,7 @@ func (c *counters) snapshot() Stats {
 func (b *Batcher) summarize() {
 	t := time.NewTicker(b.opts.SummaryEvery)
 	defer t.Stop()
-	last := b.stats.snapshot()
+	var last Stats // the counters start at zero with the Batcher: a late first run misses nothing
 	for {
 		select {
 		case <-b.stop:

@@ -425,7 +425,7 @@ func TestSummaryLogLine(t *testing.T) {
 		var wg sync.WaitGroup
 		b.Submit(request(&wg, "q", "p1", "a"), request(&wg, "q", "p2", "b"), request(&wg, "q", "p3", "c"))
 		wg.Wait()
-		time.Sleep(10 * time.Second)
+		time.Sleep(11 * time.Second) // one summary period, whatever the goroutine start order
 		synctest.Wait()
 		line := buf.String()
 		for _, want := range []string{"fusion bundle summary", "commits=1", "segments=3", "segments_per_commit=3"} {
