@@ -142,7 +142,7 @@ func ProvideHandler(p *push.Service, store *postgres.Store, b *fusion.Batcher, l
 	prom := metrics.Handler(metrics.Sources{
 		Fusion: b.Stats, Push: p.Stats, PushLimit: limiter.Limit, PoolStats: store.PoolStats,
 	})
-	return httpapi.New(p, store, httpapi.Options{
+	return httpapi.New(httpapi.Services{Push: p, DB: store}, httpapi.Options{
 		MaxBodyBytes: cfg.MaxBodyBytes, Version: Version, Logger: log,
 		Prometheus: prom, PoolStats: store.PoolStats,
 	})

@@ -25,15 +25,20 @@ type Options struct {
 	PoolStats func() (total, idle, acquired int32)
 }
 
+// Services are the use cases the routes call. Push and DB are required.
+type Services struct {
+	Push *push.Service
+	DB   ports.Pinger
+}
+
 type api struct {
-	push  *push.Service
-	db    ports.Pinger
+	Services
 	opts  Options
 	start time.Time
 }
 
 // New returns the broker's HTTP handler.
-func New(pushes *push.Service, db ports.Pinger, opts Options) http.Handler {
+func New(svc Services, opts Options) http.Handler {
 	if opts.MaxBodyBytes <= 0 {
 		opts.MaxBodyBytes = 64 << 20
 	}
@@ -46,7 +51,7 @@ func New(pushes *push.Service, db ports.Pinger, opts Options) http.Handler {
 	if opts.PoolStats == nil {
 		opts.PoolStats = func() (int32, int32, int32) { return 0, 0, 0 }
 	}
-	a := &api{push: pushes, db: db, opts: opts, start: time.Now()}
+	a := &api{Services: svc, opts: opts, start: time.Now()}
 	r := mux.NewRouter()
 	r.HandleFunc("/api/v1/push", a.handlePush).Methods(http.MethodPost)
 	r.HandleFunc("/health", a.handleHealth).Methods(http.MethodGet, http.MethodHead)
@@ -68,7 +73,7 @@ func (a *api) handleHealth(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	body := map[string]string{"status": "healthy", "database": "connected", "engine": "segments-go", "version": a.opts.Version}
 	code := http.StatusOK
-	if err := a.db.Ping(ctx); err != nil {
+	if err := a.DB.Ping(ctx); err != nil {
 		a.opts.Logger.Warn("health: database unreachable", "err", err)
 		body["status"], body["database"] = "unhealthy", "disconnected"
 		code = http.StatusServiceUnavailable
@@ -78,7 +83,7 @@ func (a *api) handleHealth(w http.ResponseWriter, r *http.Request) {
 
 // handleMetrics is Queen's JSON /metrics (not Prometheus; api.md §5.13).
 func (a *api) handleMetrics(w http.ResponseWriter, _ *http.Request) {
-	st := a.push.Stats()
+	st := a.Push.Stats()
 	total, idle, _ := a.opts.PoolStats()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)

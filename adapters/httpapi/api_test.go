@@ -30,7 +30,7 @@ func TestHealth(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			h := New(nil, pinger{tt.err}, Options{Version: "test"})
+			h := New(Services{DB: pinger{tt.err}}, Options{Version: "test"})
 			rec := httptest.NewRecorder()
 			h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/health", nil))
 			if rec.Code != tt.code {
@@ -49,7 +49,7 @@ func TestHealth(t *testing.T) {
 
 func TestUnknownRoutesAndMethods(t *testing.T) {
 	t.Parallel()
-	h := New(nil, pinger{}, Options{})
+	h := New(Services{DB: pinger{}}, Options{})
 	tests := []struct {
 		name, method, path string
 		code               int

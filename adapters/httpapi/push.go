@@ -146,7 +146,7 @@ func (a *api) handlePush(w http.ResponseWriter, r *http.Request) {
 		writeRaw(w, http.StatusCreated, []byte("[]"))
 		return
 	}
-	results := a.push.Push(r.Context(), a.opts.Tenant, "", items)
+	results := a.Push.Push(r.Context(), a.opts.Tenant, "", items)
 	writeRaw(w, http.StatusCreated, renderPush(results))
 }
 
