@@ -17,6 +17,7 @@ import (
 	"github.com/queen-go/queen/adapters/pglocal"
 	"github.com/queen-go/queen/adapters/postgres"
 	"github.com/queen-go/queen/config"
+	"github.com/queen-go/queen/core/consume"
 	"github.com/queen-go/queen/core/envelope"
 	"github.com/queen-go/queen/core/fusion"
 	"github.com/queen-go/queen/core/push"
@@ -37,9 +38,11 @@ var ProviderSet = wire.NewSet(
 	ProvideStore,
 	ProvideCodec,
 	ProvideLimiter,
+	ProvideWaker,
 	ProvideBatcher,
 	ProvideSealer,
 	ProvidePushService,
+	ProvideConsumeService,
 	ProvideHandler,
 	ProvideHTTPServer,
 	wire.Struct(new(App), "*"),
@@ -109,10 +112,12 @@ func ProvideLimiter(cfg config.Config) *vegas.Limiter {
 }
 
 // ProvideBatcher starts push fusion; the cleanup commits what is pending and waits.
-func ProvideBatcher(store *postgres.Store, codec *segment.Codec, limiter *vegas.Limiter, cfg config.Config, log *slog.Logger) (*fusion.Batcher, func()) {
+// Every committed segment wakes the pops parked on its queue.
+func ProvideBatcher(store *postgres.Store, codec *segment.Codec, limiter *vegas.Limiter, waker *consume.Waker, cfg config.Config, log *slog.Logger) (*fusion.Batcher, func()) {
 	b := fusion.New(store, codec, fusion.Options{
 		Shards: cfg.FusionShards, BundleMax: cfg.BundleMax, Hold: cfg.FusionHold,
 		Limiter: limiter, Logger: log.With("target", "fusion"),
+		Committed: func(tenant, queue, _ string) { waker.Notify(consume.Key(tenant, queue)) },
 	})
 	return b, func() {
 		ctx, cancel := context.WithTimeout(context.Background(), cfg.StatementTimeout+5*time.Second)
@@ -137,13 +142,25 @@ func ProvidePushService(b *fusion.Batcher, sealer *envelope.Sealer, store *postg
 	return push.New(b, push.Options{Sealer: sealer, Settings: store, CacheTTL: cfg.CacheRefresh, Logger: log})
 }
 
+// ProvideWaker is the wake-up channel between commits and parked pops.
+func ProvideWaker() *consume.Waker { return consume.NewWaker() }
+
+// ProvideConsumeService builds the pop/ack use case.
+func ProvideConsumeService(store *postgres.Store, codec *segment.Codec, sealer *envelope.Sealer, waker *consume.Waker, cfg config.Config, log *slog.Logger) *consume.Service {
+	return consume.New(store, codec, consume.Options{
+		Sealer: sealer, Waker: waker, PollInitial: cfg.PollInitial, PollThreshold: cfg.PollThreshold,
+		PollMultiplier: cfg.PollMultiplier, PollMax: cfg.PollMax, Logger: log,
+	})
+}
+
 // ProvideHandler builds the HTTP routes.
-func ProvideHandler(p *push.Service, store *postgres.Store, b *fusion.Batcher, limiter *vegas.Limiter, cfg config.Config, log *slog.Logger) http.Handler {
+func ProvideHandler(p *push.Service, c *consume.Service, store *postgres.Store, b *fusion.Batcher, limiter *vegas.Limiter, cfg config.Config, log *slog.Logger) http.Handler {
 	prom := metrics.Handler(metrics.Sources{
 		Fusion: b.Stats, Push: p.Stats, PushLimit: limiter.Limit, PoolStats: store.PoolStats,
 	})
-	return httpapi.New(httpapi.Services{Push: p, DB: store}, httpapi.Options{
+	return httpapi.New(httpapi.Services{Push: p, DB: store, Consume: c}, httpapi.Options{
 		MaxBodyBytes: cfg.MaxBodyBytes, Version: Version, Logger: log,
+		Pop: httpapi.PopDefaults{Timeout: cfg.PopTimeout, SubscriptionMode: cfg.SubscriptionMode},
 		Prometheus: prom, PoolStats: store.PoolStats,
 	})
 }

@@ -33,7 +33,8 @@ func InitializeApp(ctx context.Context, cfg config.Config) (*App, func(), error)
 		return nil, nil, err
 	}
 	limiter := ProvideLimiter(cfg)
-	batcher, cleanup3 := ProvideBatcher(store, codec, limiter, cfg, logger)
+	waker := ProvideWaker()
+	batcher, cleanup3 := ProvideBatcher(store, codec, limiter, waker, cfg, logger)
 	sealer, err := ProvideSealer(cfg)
 	if err != nil {
 		cleanup3()
@@ -42,7 +43,8 @@ func InitializeApp(ctx context.Context, cfg config.Config) (*App, func(), error)
 		return nil, nil, err
 	}
 	service := ProvidePushService(batcher, sealer, store, cfg, logger)
-	handler := ProvideHandler(service, store, batcher, limiter, cfg, logger)
+	consumeService := ProvideConsumeService(store, codec, sealer, waker, cfg, logger)
+	handler := ProvideHandler(service, consumeService, store, batcher, limiter, cfg, logger)
 	server := ProvideHTTPServer(cfg, handler)
 	app := &App{
 		Config:  cfg,

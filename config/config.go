@@ -58,6 +58,15 @@ type Config struct {
 	VegasAlpha    int           `env:"QUEEN_VEGAS_ALPHA" envDefault:"3" min:"0" section:"Push path" help:"Vegas alpha: the push limit grows while the estimated queueing is below alpha; must be less than QUEEN_VEGAS_BETA."`
 	VegasBeta     int           `env:"QUEEN_VEGAS_BETA" envDefault:"6" min:"1" section:"Push path" help:"Vegas beta: the push limit shrinks while the estimated queueing is above beta."`
 
+	// Pop path.
+
+	PopTimeout       time.Duration `env:"DEFAULT_TIMEOUT" alias:"POP_DEFAULT_TIMEOUT_MS" envDefault:"30000" min:"0" section:"Pop path" help:"Long-poll deadline of pops that give no timeout, in milliseconds; POP_DEFAULT_TIMEOUT_MS is read when DEFAULT_TIMEOUT is unset."`
+	SubscriptionMode string        `env:"DEFAULT_SUBSCRIPTION_MODE" envDefault:"new" oneof:"new,all" section:"Pop path" help:"Where a named consumer group starts on a partition it has never read when the pop gives no subscriptionMode: new (after the messages already there) or all (from the oldest retained message)."`
+	PollInitial      time.Duration `env:"POP_WAIT_INITIAL_INTERVAL_MS" envDefault:"100" min:"1" section:"Pop path" help:"Re-check interval of a parked long-poll pop that no commit woke, in milliseconds."`
+	PollThreshold    int           `env:"POP_WAIT_BACKOFF_THRESHOLD" envDefault:"3" min:"1" section:"Pop path" help:"Empty re-checks before the long-poll interval starts growing."`
+	PollMultiplier   float64       `env:"POP_WAIT_BACKOFF_MULTIPLIER" envDefault:"2.0" min:"1" max:"100" section:"Pop path" help:"Growth factor of the long-poll interval after the threshold (interval x empties x factor)."`
+	PollMax          time.Duration `env:"POP_WAIT_MAX_INTERVAL_MS" envDefault:"1000" min:"1" section:"Pop path" help:"Cap of the long-poll re-check interval, in milliseconds."`
+
 	// Logging.
 
 	LogLevel string `env:"LOG_LEVEL" alias:"RUST_LOG" aliasIfValid:"true" envDefault:"info" oneof:"debug,info,warn,error" section:"Logging" help:"Minimum log level, case-insensitive. RUST_LOG is read when LOG_LEVEL is unset, and only if it is one of these words."`
@@ -69,7 +78,7 @@ type Config struct {
 }
 
 // sections lists the Usage sections in display order.
-var sections = []string{"Server", "Database", "Push path", "Logging"}
+var sections = []string{"Server", "Database", "Push path", "Pop path", "Logging"}
 
 var (
 	durationType = reflect.TypeFor[time.Duration]()
@@ -227,6 +236,10 @@ func Parse(environ map[string]string) (Config, error) {
 			if !inRange(f, fv.Int()) {
 				errs = append(errs, fieldErr())
 			}
+		case fv.Kind() == reflect.Float64:
+			if x := fv.Float(); math.IsNaN(x) || !inRangeFloat(f, x) {
+				errs = append(errs, fieldErr())
+			}
 		case fv.Kind() == reflect.String:
 			if err := validateString(f, fv.String()); err != nil {
 				errs = append(errs, fieldErr())
@@ -320,6 +333,17 @@ func inRange(f reflect.StructField, n int64) bool {
 	return true
 }
 
+// inRangeFloat applies the min and max tags of a float field.
+func inRangeFloat(f reflect.StructField, x float64) bool {
+	if lo, ok := tagInt(f, "min"); ok && x < float64(lo) {
+		return false
+	}
+	if hi, ok := tagInt(f, "max"); ok && x > float64(hi) {
+		return false
+	}
+	return true
+}
+
 func tagInt(f reflect.StructField, key string) (int64, bool) {
 	s, ok := f.Tag.Lookup(key)
 	if !ok {
@@ -342,6 +366,8 @@ func want(f reflect.StructField) string {
 		return "a boolean (true/false, 1/0, yes/no, on/off)"
 	case f.Type.Kind() == reflect.Int || f.Type.Kind() == reflect.Int64:
 		return "an integer" + rangeText(f)
+	case f.Type.Kind() == reflect.Float64:
+		return "a number" + rangeText(f)
 	}
 	if list := f.Tag.Get("oneof"); list != "" {
 		return "one of " + strings.ReplaceAll(list, ",", ", ")

@@ -39,6 +39,12 @@ func defaults() Config {
 		PushLimitMax:     4,
 		VegasAlpha:       3,
 		VegasBeta:        6,
+		PopTimeout:       30 * time.Second,
+		SubscriptionMode: "new",
+		PollInitial:      100 * time.Millisecond,
+		PollThreshold:    3,
+		PollMultiplier:   2,
+		PollMax:          time.Second,
 		LogLevel:         "info",
 	}
 }

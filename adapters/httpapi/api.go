@@ -9,6 +9,7 @@ import (
 
 	"github.com/gorilla/mux"
 
+	"github.com/queen-go/queen/core/consume"
 	"github.com/queen-go/queen/core/push"
 	"github.com/queen-go/queen/ports"
 )
@@ -21,14 +22,17 @@ type Options struct {
 	Logger       *slog.Logger
 	// Prometheus serves GET /metrics/prometheus.
 	Prometheus http.Handler
+	// Pop holds the defaults of pop parameters a request may omit.
+	Pop PopDefaults
 	// PoolStats reports database connections for GET /metrics.
 	PoolStats func() (total, idle, acquired int32)
 }
 
 // Services are the use cases the routes call. Push and DB are required.
 type Services struct {
-	Push *push.Service
-	DB   ports.Pinger
+	Push    *push.Service
+	DB      ports.Pinger
+	Consume *consume.Service
 }
 
 type api struct {
@@ -48,12 +52,21 @@ func New(svc Services, opts Options) http.Handler {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
+	if opts.Pop.Timeout == 0 {
+		opts.Pop.Timeout = 30 * time.Second
+	}
+	if opts.Pop.SubscriptionMode == "" {
+		opts.Pop.SubscriptionMode = "new"
+	}
 	if opts.PoolStats == nil {
 		opts.PoolStats = func() (int32, int32, int32) { return 0, 0, 0 }
 	}
 	a := &api{Services: svc, opts: opts, start: time.Now()}
 	r := mux.NewRouter()
 	r.HandleFunc("/api/v1/push", a.handlePush).Methods(http.MethodPost)
+	if svc.Consume != nil {
+		a.consumeRoutes(r)
+	}
 	r.HandleFunc("/health", a.handleHealth).Methods(http.MethodGet, http.MethodHead)
 	r.HandleFunc("/metrics", a.handleMetrics).Methods(http.MethodGet)
 	if opts.Prometheus != nil {

@@ -99,6 +99,9 @@ func (b *Batcher) build(fp flushPart) (ports.Segment, plan) {
 func (b *Batcher) apply(fp flushPart, pl plan, res ports.SegmentResult) []ref {
 	switch res.Status {
 	case ports.SegmentQueued:
+		if b.opts.Committed != nil {
+			b.opts.Committed(fp.p.tenant, fp.p.queue, res.PartitionID)
+		}
 		for j, r := range fp.refs {
 			first := fp.refs[pl.firsts[j]]
 			v := Result{

@@ -50,6 +50,9 @@ type shard struct {
 	warmed       chan *warmed         // finished warm-up reads (see warm.go)
 	warmTried    map[string]time.Time // partition key -> earliest next warm-up
 	warming      map[string][]seen    // partition key -> commits learnt while its read is pending
+	stale        map[string]struct{}  // partition keys whose pending read predates a ForgetQueue
+
+	forgets chan forgetting // ForgetQueue requests (see forget.go)
 }
 
 func newShard(b *Batcher) *shard {
@@ -63,6 +66,8 @@ func newShard(b *Batcher) *shard {
 		warmed:    make(chan *warmed, warmParallel),
 		warmTried: make(map[string]time.Time),
 		warming:   make(map[string][]seen),
+		stale:     make(map[string]struct{}),
+		forgets:   make(chan forgetting),
 	}
 }
 
@@ -92,6 +97,9 @@ func (s *shard) run() {
 			s.complete(f)
 		case w := <-s.warmed:
 			s.install(w)
+		case f := <-s.forgets:
+			s.forgetQueue(f.prefix)
+			f.done()
 		case <-s.wake:
 			s.turn = true
 		case <-tick.C:

@@ -86,6 +86,13 @@ func (s *shard) remember(key string, c seen) {
 func (s *shard) install(w *warmed) {
 	backlog := s.warming[w.key]
 	delete(s.warming, w.key)
+	if _, stale := s.stale[w.key]; stale {
+		// The queue was reconfigured or deleted while the read was pending: its snapshot
+		// may hold the old window or the old partition. Drop it; the next commit asks again.
+		delete(s.stale, w.key)
+		delete(s.warmTried, w.key)
+		return
+	}
 	switch {
 	case w.err != nil:
 		s.b.opts.Logger.Debug("fusion: dedup cache warm-up failed", "partition_id", w.pid, "err", w.err)

@@ -1,0 +1,132 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"github.com/gorilla/mux"
+
+	"github.com/queen-go/queen/core/consume"
+)
+
+// ackItem is one acknowledgement on the wire (api.md §5.3).
+type ackItem struct {
+	TransactionID string `json:"transactionId"`
+	PartitionID   string `json:"partitionId"`
+	Status        string `json:"status"`
+	ConsumerGroup string `json:"consumerGroup"`
+	LeaseID       string `json:"leaseId"`
+	Error         string `json:"error"`
+}
+
+type ackResult struct {
+	Index         int     `json:"index"`
+	TransactionID string  `json:"transactionId"`
+	Success       bool    `json:"success"`
+	Error         *string `json:"error"`
+	LeaseReleased bool    `json:"leaseReleased"`
+	DLQ           bool    `json:"dlq"`
+	Noop          bool    `json:"noop"`
+}
+
+func (it ackItem) input(group string) consume.AckInput {
+	if it.ConsumerGroup != "" {
+		group = it.ConsumerGroup
+	}
+	return consume.AckInput{TransactionID: it.TransactionID, PartitionID: it.PartitionID, Status: it.Status,
+		Group: group, LeaseID: it.LeaseID, Error: it.Error}
+}
+
+func (a *api) handleAck(w http.ResponseWriter, r *http.Request) {
+	var it ackItem
+	if err := a.decodeBody(r, &it); err != nil {
+		writeError(w, a.opts.Logger, err)
+		return
+	}
+	a.ack(w, r, []consume.AckInput{it.input("")})
+}
+
+func (a *api) handleAckBatch(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		ConsumerGroup   string     `json:"consumerGroup"`
+		Acknowledgments *[]ackItem `json:"acknowledgments"`
+	}
+	if err := a.decodeBody(r, &body); err != nil {
+		writeError(w, a.opts.Logger, err)
+		return
+	}
+	if body.Acknowledgments == nil {
+		writeError(w, a.opts.Logger, badRequestf("bad body: missing field `acknowledgments`"))
+		return
+	}
+	in := make([]consume.AckInput, len(*body.Acknowledgments))
+	for i, it := range *body.Acknowledgments {
+		in[i] = it.input(body.ConsumerGroup)
+	}
+	a.ack(w, r, in)
+}
+
+func (a *api) ack(w http.ResponseWriter, r *http.Request, in []consume.AckInput) {
+	res, err := a.Consume.Ack(r.Context(), in)
+	if err != nil {
+		writeError(w, a.opts.Logger, err)
+		return
+	}
+	out := make([]ackResult, len(in))
+	for i, rr := range res {
+		out[i] = ackResult{Index: i, TransactionID: in[i].TransactionID, Success: rr.OK,
+			LeaseReleased: rr.LeaseReleased, DLQ: rr.DLQ, Noop: rr.Noop}
+		if !rr.OK {
+			out[i].Error = &res[i].Error
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// decodeBody reads a JSON body into v; an unparseable body is a 400 "bad body: ...".
+func (a *api) decodeBody(r *http.Request, v any) error {
+	b, err := readBody(r, a.opts.MaxBodyBytes)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return badRequestf("bad body: %v", err)
+	}
+	return nil
+}
+
+type extendResponse struct {
+	LeaseID        string  `json:"leaseId"`
+	Success        bool    `json:"success"`
+	Renewed        int     `json:"renewed"`
+	NewExpiresAt   *string `json:"newExpiresAt"`
+	ExpiresAt      *string `json:"expiresAt"`
+	LeaseExpiresAt *string `json:"lease_expires_at"`
+}
+
+// handleExtend renews a pop's leases. The body is optional: {"seconds": n}, anything
+// else (empty, unparseable, not positive) means 60 s; never a 400 (api.md §5.5).
+func (a *api) handleExtend(w http.ResponseWriter, r *http.Request) {
+	leaseID := mux.Vars(r)["leaseId"]
+	seconds := 60
+	if b, err := readBody(r, a.opts.MaxBodyBytes); err == nil && len(b) > 0 {
+		var body struct {
+			Seconds *int `json:"seconds"`
+		}
+		if json.Unmarshal(b, &body) == nil && body.Seconds != nil && *body.Seconds > 0 {
+			seconds = *body.Seconds
+		}
+	}
+	n, exp, err := a.Consume.ExtendLease(r.Context(), leaseID, time.Duration(seconds)*time.Second)
+	if err != nil {
+		writeError(w, a.opts.Logger, err)
+		return
+	}
+	resp := extendResponse{LeaseID: leaseID, Success: n > 0, Renewed: n}
+	if n > 0 {
+		s := exp.UTC().Format(timeFormat)
+		resp.NewExpiresAt, resp.ExpiresAt, resp.LeaseExpiresAt = &s, &s, &s
+	}
+	writeJSON(w, http.StatusOK, resp)
+}

@@ -1,0 +1,235 @@
+package consume
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/queen-go/queen/core/envelope"
+	"github.com/queen-go/queen/core/segment"
+	"github.com/queen-go/queen/ports"
+)
+
+// Options tunes a Service; zero values take the defaults in brackets (api.md §6.2).
+type Options struct {
+	Sealer         *envelope.Sealer // opens encrypted payloads; nil = delivered as stored
+	Waker          *Waker           // [NewWaker()] shared with the push path's commit hook
+	PollInitial    time.Duration    // [100 ms] POP_WAIT_INITIAL_INTERVAL_MS
+	PollThreshold  int              // [3] POP_WAIT_BACKOFF_THRESHOLD
+	PollMultiplier float64          // [2.0] POP_WAIT_BACKOFF_MULTIPLIER
+	PollMax        time.Duration    // [1 s] POP_WAIT_MAX_INTERVAL_MS
+	Logger         *slog.Logger
+}
+
+func (o *Options) defaults() {
+	if o.Waker == nil {
+		o.Waker = NewWaker()
+	}
+	if o.PollInitial <= 0 {
+		o.PollInitial = 100 * time.Millisecond
+	}
+	if o.PollThreshold <= 0 {
+		o.PollThreshold = 3
+	}
+	if o.PollMultiplier < 1 {
+		o.PollMultiplier = 2
+	}
+	if o.PollMax <= 0 {
+		o.PollMax = time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+}
+
+// Service is the consume use case.
+type Service struct {
+	store ports.ConsumeStore
+	codec *segment.Codec
+	opts  Options
+}
+
+// New returns a Service over store, decoding segments with codec.
+func New(store ports.ConsumeStore, codec *segment.Codec, opts Options) *Service {
+	opts.defaults()
+	return &Service{store: store, codec: codec, opts: opts}
+}
+
+// Waker returns the waker parked pops listen on: the push path notifies it on commits.
+func (s *Service) Waker() *Waker { return s.opts.Waker }
+
+// Batch is the answer to a pop that claimed something.
+type Batch struct {
+	Queue             string // "" for discovery pops
+	Partition         string // of the first claimed partition
+	PartitionID       string
+	LeaseID           string // "" with autoAck
+	Group             string
+	Messages          []Message
+	PartitionsClaimed int
+}
+
+// Message is one delivered message.
+type Message struct {
+	ID            string
+	TransactionID string
+	TraceID       string // "" when none
+	Data          json.RawMessage
+	ProducerSub   string // "" when none
+	CreatedAt     time.Time
+	Queue         string
+	PartitionID   string
+	Partition     string
+	LeaseID       string
+	Group         string
+	Attempt       int
+}
+
+// Pop claims messages for req. With wait > 0 an empty pop parks up to wait for a commit
+// to the queue (any queue for discovery pops). It returns nil when nothing was claimed,
+// and ctx's error when the client went away while parked.
+func (s *Service) Pop(ctx context.Context, req ports.PopRequest, wait time.Duration) (*Batch, error) {
+	if req.Group == "" {
+		req.Group = ports.QueueModeGroup
+	}
+	if !req.AutoAck && req.LeaseID == "" {
+		id, err := uuid.NewV7()
+		if err != nil {
+			return nil, fmt.Errorf("consume: lease id: %w", err)
+		}
+		req.LeaseID = id.String()
+	}
+	deadline := time.Now().Add(wait)
+	for empties := 0; ; empties++ {
+		// Subscribe before claiming: a commit between an empty claim and the wait
+		// closes this channel, so it is never missed.
+		var woken <-chan struct{}
+		if wait > 0 {
+			woken = s.wakeFor(req)
+		}
+		claims, err := s.store.Pop(ctx, req)
+		if err != nil {
+			return nil, err
+		}
+		if len(claims) > 0 {
+			return s.batch(req, claims)
+		}
+		left := time.Until(deadline)
+		if wait <= 0 || left <= 0 {
+			return nil, nil
+		}
+		t := time.NewTimer(min(s.interval(empties), left))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		case <-woken:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+}
+
+func (s *Service) wakeFor(req ports.PopRequest) <-chan struct{} {
+	if req.Queue == "" {
+		return s.opts.Waker.WaitAny()
+	}
+	tenant := req.Tenant
+	if tenant == "" {
+		tenant = ports.DefaultTenant
+	}
+	return s.opts.Waker.Wait(Key(tenant, req.Queue))
+}
+
+// interval is the re-check delay after the given number of consecutive empty pops.
+func (s *Service) interval(empties int) time.Duration {
+	if empties < s.opts.PollThreshold {
+		return s.opts.PollInitial
+	}
+	d := time.Duration(float64(s.opts.PollInitial) * float64(empties) * s.opts.PollMultiplier)
+	return min(d, s.opts.PollMax)
+}
+
+// batch decodes the claimed spans into messages, partitions in claim order.
+func (s *Service) batch(req ports.PopRequest, claims []ports.Claim) (*Batch, error) {
+	b := &Batch{Queue: req.Queue, Partition: claims[0].Partition, PartitionID: claims[0].PartitionID,
+		Group: req.Group, PartitionsClaimed: len(claims)}
+	if !req.AutoAck {
+		b.LeaseID = req.LeaseID
+	}
+	for i := range claims {
+		msgs, err := s.messages(&claims[i], b)
+		if err != nil {
+			return nil, err
+		}
+		b.Messages = append(b.Messages, msgs...)
+	}
+	return b, nil
+}
+
+func (s *Service) messages(c *ports.Claim, b *Batch) ([]Message, error) {
+	out := make([]Message, 0, c.End-c.Start+1)
+	next := c.Start
+	for _, seg := range c.Segments {
+		last := seg.BaseOffset + int64(seg.Count) - 1
+		if last < next || seg.BaseOffset > c.End {
+			continue
+		}
+		frames, err := s.codec.Decode(seg.Blob)
+		if err != nil {
+			return nil, fmt.Errorf("consume: partition %s segment %d: %w", c.PartitionID, seg.BaseOffset, err)
+		}
+		if len(frames) != seg.Count {
+			return nil, fmt.Errorf("consume: partition %s segment %d: %d frames, want %d: %w",
+				c.PartitionID, seg.BaseOffset, len(frames), seg.Count, segment.ErrCorrupt)
+		}
+		for off := max(next, seg.BaseOffset); off <= min(last, c.End); off++ {
+			out = append(out, s.message(&frames[off-seg.BaseOffset], seg.CreatedAt, c, b))
+		}
+		next = min(last, c.End) + 1
+	}
+	if next != c.End+1 {
+		// A span the segments do not cover means the log lost data under the cursor:
+		// refuse to deliver around the hole rather than skip messages silently.
+		return nil, fmt.Errorf("consume: partition %s: segments cover %d..%d of span %d..%d: %w",
+			c.PartitionID, c.Start, next-1, c.Start, c.End, segment.ErrCorrupt)
+	}
+	return out, nil
+}
+
+func (s *Service) message(f *segment.Frame, at time.Time, c *ports.Claim, b *Batch) Message {
+	m := Message{
+		ID: uuid.UUID(f.ID).String(), TransactionID: f.TransactionID, ProducerSub: f.ProducerSub,
+		CreatedAt: at, Queue: c.Queue, PartitionID: c.PartitionID, Partition: c.Partition,
+		LeaseID: b.LeaseID, Group: b.Group, Attempt: c.Attempt, Data: f.Payload,
+	}
+	if f.HasTrace {
+		m.TraceID = uuid.UUID(f.TraceID).String()
+	}
+	if f.Encrypted {
+		m.Data = s.open(f.Payload, c.PartitionID)
+	}
+	if len(m.Data) == 0 {
+		m.Data = json.RawMessage("null")
+	}
+	return m
+}
+
+// open decrypts an envelope. Without the key (or with a different one) the message is
+// still delivered, with data null, so the partition is not wedged behind it.
+func (s *Service) open(env []byte, pid string) json.RawMessage {
+	if s.opts.Sealer == nil {
+		s.opts.Logger.Warn("consume: encrypted message but QUEEN_ENCRYPTION_KEY is not set", "partition_id", pid)
+		return nil
+	}
+	plain, err := s.opts.Sealer.Open(env)
+	if err != nil {
+		s.opts.Logger.Warn("consume: cannot decrypt message", "partition_id", pid, "err", err)
+		return nil
+	}
+	return plain
+}

@@ -1,0 +1,254 @@
+-- The pop path: claim a contiguous span after a group's cursor, per (partition, group),
+-- under a lease. PostgreSQL is the only authority on cursors and leases.
+
+-- log_queue_id_v1 resolves a queue name to its id, provisioning the row when the queue
+-- does not exist yet (a pop may precede the first push; api.md §5.2).
+CREATE OR REPLACE FUNCTION queen.log_queue_id_v1(p_tenant uuid, p_queue text)
+RETURNS uuid
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_id uuid;
+BEGIN
+    SELECT id INTO v_id FROM queen.queues WHERE tenant_id = p_tenant AND name = p_queue;
+    IF FOUND THEN
+        RETURN v_id;
+    END IF;
+    INSERT INTO queen.queues (tenant_id, name, namespace, task)
+    VALUES (p_tenant, p_queue,
+            CASE WHEN strpos(p_queue, '.') > 0 THEN split_part(p_queue, '.', 1) ELSE '' END,
+            CASE WHEN strpos(p_queue, '.') > 0 THEN split_part(p_queue, '.', 2) ELSE '' END)
+    ON CONFLICT (tenant_id, name) DO NOTHING
+    RETURNING id INTO v_id;
+    IF v_id IS NULL THEN
+        SELECT id INTO v_id FROM queen.queues WHERE tenant_id = p_tenant AND name = p_queue;
+    END IF;
+    RETURN v_id;
+END
+$$;
+
+-- log_group_from_v1 returns the instant a named group's cursors are seeded from on the
+-- queue (NULL = from the start), recording the group's durable subscription on its first
+-- contact. The insert is guarded by a non-blocking advisory try-lock: a caller that
+-- loses the race uses the value it computed without waiting for the winner's commit.
+CREATE OR REPLACE FUNCTION queen.log_group_from_v1(p_queue_id uuid, p_group text, p_mode text, p_from timestamptz)
+RETURNS timestamptz
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_from timestamptz;
+BEGIN
+    SELECT subscribed_from INTO v_from FROM queen.consumer_groups
+     WHERE queue_id = p_queue_id AND name = p_group;
+    IF FOUND THEN
+        RETURN v_from;
+    END IF;
+    v_from := CASE p_mode WHEN 'new' THEN clock_timestamp() WHEN 'timestamp' THEN p_from ELSE NULL END;
+    IF pg_try_advisory_xact_lock(hashtextextended('queen.group:' || p_queue_id::text || ':' || p_group, 0)) THEN
+        INSERT INTO queen.consumer_groups (queue_id, name, subscription_mode, subscribed_from)
+        VALUES (p_queue_id, p_group, p_mode, v_from)
+        ON CONFLICT (queue_id, name) DO NOTHING;
+    END IF;
+    RETURN v_from;
+END
+$$;
+
+-- log_pop_v1 claims up to p_max_parts partitions of the given queues for p_group and
+-- returns the segments covering the claimed spans (one row per segment, partitions in
+-- claim order, segments in offset order). At most p_batch messages in total.
+--
+--   p_partition   NULL for a wildcard or discovery pop, else the one partition name
+--                 (then p_queue_ids has one element)
+--   p_candidates  wildcard candidates in preference order (the hot-list); NULL = scan
+--   p_lease_secs  0 = the queue's leaseTime (60 s while the queue is unconfigured)
+--   p_auto_ack    commit the cursor at delivery; no lease
+--   p_sub_mode    'all' | 'new' | 'timestamp' for a named group's first contact
+--
+-- A partition is skipped, never waited for, when its (partition, group) row is locked by
+-- another pop or ack (SKIP LOCKED), when its lease is live, when another transaction is
+-- creating its row (advisory try-lock), or when nothing is visible after the cursor.
+CREATE OR REPLACE FUNCTION queen.log_pop_v1(
+    p_queue_ids  uuid[],
+    p_partition  text,
+    p_candidates uuid[],
+    p_group      text,
+    p_batch      integer,
+    p_max_parts  integer,
+    p_lease_secs integer,
+    p_auto_ack   boolean,
+    p_lease_id   uuid,
+    p_sub_mode   text,
+    p_sub_from   timestamptz
+) RETURNS TABLE (
+    partition_id     uuid,
+    partition_name   text,
+    queue_name       text,
+    span_start       bigint,
+    span_end         bigint,
+    attempt          integer,
+    lease_expires_at timestamptz,
+    seg_base         bigint,
+    seg_count        integer,
+    seg_created_at   timestamptz,
+    seg_blob         bytea
+)
+LANGUAGE plpgsql
+SET plan_cache_mode = force_generic_plan
+AS $$
+DECLARE
+    v_queue_mode boolean := p_group = '__QUEUE_MODE__';
+    v_left       integer := greatest(p_batch, 1);
+    v_claimed    integer := 0;
+    v_now        timestamptz := clock_timestamp();
+    v_pid        uuid;
+    v_cands      uuid[];
+    p            record;
+    c            record;
+    v_from       timestamptz;
+    v_committed  bigint;
+    v_end        bigint;
+    v_vis        bigint;
+    v_attempt    integer;
+    v_lease      integer;
+    v_expires    timestamptz;
+BEGIN
+    IF p_partition IS NOT NULL THEN
+        SELECT array_agg(lp.id) INTO v_cands FROM queen.log_partitions lp
+         WHERE lp.queue_id = p_queue_ids[1] AND lp.name = p_partition;
+    ELSIF p_candidates IS NOT NULL THEN
+        v_cands := p_candidates;
+    ELSE
+        -- The SQL candidate scan (QUEEN_HOTLIST=0): recently written partitions first
+        -- (the quantised last-write index), random among equals so consumers spread;
+        -- only partitions with something after this group's cursor and no live lease.
+        -- Over-fetch: some candidates are lost to concurrent pops before we lock them.
+        SELECT array_agg(x.id) INTO v_cands FROM (
+            SELECT lp.id
+              FROM queen.log_partitions lp
+              LEFT JOIN queen.log_consumers lc
+                ON lc.partition_id = lp.id AND lc.consumer_group = p_group
+             WHERE lp.queue_id = ANY (p_queue_ids)
+               AND lp.last_offset >= lp.log_start
+               AND (lc.partition_id IS NULL
+                    OR (lc.committed < lp.last_offset
+                        AND (lc.lease_expires_at IS NULL OR lc.lease_expires_at <= v_now)))
+             ORDER BY lp.last_write_at DESC, random()
+             LIMIT 4 * greatest(p_max_parts, 1) + 8) x;
+    END IF;
+    IF v_cands IS NULL THEN
+        RETURN;
+    END IF;
+
+    FOREACH v_pid IN ARRAY v_cands LOOP
+        EXIT WHEN v_claimed >= greatest(p_max_parts, 1) OR v_left <= 0;
+
+        SELECT lp.id, lp.name, lp.queue_id, lp.last_offset, lp.log_start,
+               q.name AS queue_name, q.lease_time, q.configured, q.delayed_processing, q.window_buffer
+          INTO p
+          FROM queen.log_partitions lp JOIN queen.queues q ON q.id = lp.queue_id
+         WHERE lp.id = v_pid AND lp.queue_id = ANY (p_queue_ids);
+        CONTINUE WHEN NOT FOUND OR p.last_offset < p.log_start;
+
+        SELECT lc.committed, lc.batch_end, lc.lease_id, lc.lease_expires_at,
+               lc.delivery_start, lc.delivery_attempt
+          INTO c
+          FROM queen.log_consumers lc
+         WHERE lc.partition_id = v_pid AND lc.consumer_group = p_group
+           FOR UPDATE SKIP LOCKED;
+        IF NOT FOUND THEN
+            -- Locked by another pop or ack, or not created yet. Create it only under a
+            -- non-blocking try-lock: waiting on another transaction's insert of the same
+            -- key is how mass first contact livelocks (seed 001).
+            CONTINUE WHEN EXISTS (SELECT 1 FROM queen.log_consumers lc
+                                   WHERE lc.partition_id = v_pid AND lc.consumer_group = p_group);
+            CONTINUE WHEN NOT pg_try_advisory_xact_lock(
+                hashtextextended('queen.consumer:' || v_pid::text || ':' || p_group, 0));
+            v_committed := p.log_start - 1;
+            IF NOT v_queue_mode THEN
+                v_from := queen.log_group_from_v1(p.queue_id, p_group, p_sub_mode, p_sub_from);
+                IF v_from IS NOT NULL THEN
+                    SELECT greatest(s.base_offset + s.msg_count - 1, p.log_start - 1) INTO v_committed
+                      FROM queen.log_segments s
+                     WHERE s.partition_id = v_pid AND s.created_at < v_from
+                     ORDER BY s.base_offset DESC LIMIT 1;
+                    v_committed := coalesce(v_committed, p.log_start - 1);
+                END IF;
+            END IF;
+            INSERT INTO queen.log_consumers AS lc (partition_id, consumer_group, committed, batch_end)
+            VALUES (v_pid, p_group, v_committed, v_committed)
+            ON CONFLICT ON CONSTRAINT log_consumers_pkey DO NOTHING;
+            CONTINUE WHEN NOT FOUND;
+            SELECT v_committed AS committed, v_committed AS batch_end, NULL::uuid AS lease_id,
+                   NULL::timestamptz AS lease_expires_at, -1::bigint AS delivery_start,
+                   0 AS delivery_attempt
+              INTO c;
+        END IF;
+        CONTINUE WHEN c.lease_id IS NOT NULL AND c.lease_expires_at > v_now;
+
+        v_committed := greatest(c.committed, p.log_start - 1);
+        CONTINUE WHEN v_committed >= p.last_offset;
+        -- windowBuffer: a partition that received data in the last W seconds is quiet.
+        IF p.window_buffer > 0 THEN
+            CONTINUE WHEN EXISTS (
+                SELECT 1 FROM (SELECT s.created_at FROM queen.log_segments s
+                                WHERE s.partition_id = v_pid
+                                ORDER BY s.base_offset DESC LIMIT 1) last
+                 WHERE last.created_at > v_now - make_interval(secs => p.window_buffer));
+        END IF;
+        v_end := least(v_committed + v_left, p.last_offset);
+        -- delayedProcessing: only segments at least D seconds old are visible.
+        IF p.delayed_processing > 0 THEN
+            SELECT s.base_offset + s.msg_count - 1 INTO v_vis
+              FROM queen.log_segments s
+             WHERE s.partition_id = v_pid AND s.base_offset <= v_end
+               AND s.created_at <= v_now - make_interval(secs => p.delayed_processing)
+             ORDER BY s.base_offset DESC LIMIT 1;
+            CONTINUE WHEN v_vis IS NULL OR v_vis <= v_committed;
+            v_end := least(v_end, v_vis);
+        END IF;
+
+        v_attempt := CASE WHEN c.delivery_start = v_committed + 1 THEN c.delivery_attempt + 1 ELSE 1 END;
+        IF p_auto_ack THEN
+            v_expires := NULL;
+            UPDATE queen.log_consumers lc SET
+                committed = v_end, batch_end = v_end, lease_id = NULL, lease_expires_at = NULL,
+                retry_count = 0, delivery_start = v_committed + 1, delivery_attempt = v_attempt,
+                last_consumed_at = v_now
+             WHERE lc.partition_id = v_pid AND lc.consumer_group = p_group;
+        ELSE
+            v_lease := CASE WHEN p_lease_secs > 0 THEN p_lease_secs
+                            WHEN p.configured THEN p.lease_time ELSE 60 END;
+            v_expires := v_now + make_interval(secs => v_lease);
+            UPDATE queen.log_consumers lc SET
+                committed = v_committed, batch_end = v_end, lease_id = p_lease_id,
+                lease_expires_at = v_expires, delivery_start = v_committed + 1,
+                delivery_attempt = v_attempt, last_consumed_at = v_now
+             WHERE lc.partition_id = v_pid AND lc.consumer_group = p_group;
+        END IF;
+
+        RETURN QUERY
+            SELECT v_pid, p.name, p.queue_name, v_committed + 1, v_end, v_attempt, v_expires,
+                   s.base_offset, s.msg_count, s.created_at, s.blob
+              FROM queen.log_segments s
+             WHERE s.partition_id = v_pid
+               AND s.base_offset >= coalesce((SELECT max(s2.base_offset) FROM queen.log_segments s2
+                                               WHERE s2.partition_id = v_pid
+                                                 AND s2.base_offset <= v_committed + 1), 0)
+               AND s.base_offset <= v_end
+             ORDER BY s.base_offset;
+        v_left := v_left - (v_end - v_committed)::integer;
+        v_claimed := v_claimed + 1;
+    END LOOP;
+END
+$$;
+
+-- log_extend_lease_v1 renews every live lease held by p_lease_id to
+-- max(current expiry, now + p_secs); expired leases are not revived (api.md §5.5).
+CREATE OR REPLACE FUNCTION queen.log_extend_lease_v1(p_lease_id uuid, p_secs integer)
+RETURNS TABLE (renewed integer, expires_at timestamptz)
+LANGUAGE sql AS $$
+    WITH r AS (
+        UPDATE queen.log_consumers lc
+           SET lease_expires_at = greatest(lc.lease_expires_at, clock_timestamp() + make_interval(secs => p_secs))
+         WHERE lc.lease_id = p_lease_id AND lc.lease_expires_at > clock_timestamp()
+        RETURNING lc.lease_expires_at)
+    SELECT count(*)::integer, min(r.lease_expires_at) FROM r
+$$;

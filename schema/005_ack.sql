@@ -1,0 +1,215 @@
+-- The ack path (api.md §5.3): identity by (partition, transactionId) resolved through the
+-- hash sidecar, optional lease fencing, implicit ack of the prefix, explicit signals that
+-- clamp the cursor, the retry budget, then dead-letter or drop.
+
+-- log_resolve_v1 returns the newest offset of partition p_pid whose transaction-id hash is
+-- p_hash, searching segments ending after p_after first (the delivered span: the cheap
+-- common case), then the rest of the resolution window; NULL when not found.
+CREATE OR REPLACE FUNCTION queen.log_resolve_v1(p_pid uuid, p_hash bytea, p_after bigint, p_window integer)
+RETURNS bigint
+LANGUAGE sql STABLE AS $$
+    SELECT coalesce(
+        (SELECT t.base_offset + s.k
+           FROM queen.log_txns t
+          CROSS JOIN LATERAL generate_series(0, (t.end_offset - t.base_offset)::integer) AS s(k)
+          WHERE t.partition_id = p_pid AND t.end_offset > p_after
+            AND position(p_hash IN t.hashes) > 0
+            AND substring(t.hashes FROM s.k * 16 + 1 FOR 16) = p_hash
+          ORDER BY 1 DESC LIMIT 1),
+        (SELECT t.base_offset + s.k
+           FROM queen.log_txns t
+          CROSS JOIN LATERAL generate_series(0, (t.end_offset - t.base_offset)::integer) AS s(k)
+          WHERE t.partition_id = p_pid AND t.end_offset <= p_after
+            AND t.created_at >= clock_timestamp() - make_interval(secs => p_window)
+            AND position(p_hash IN t.hashes) > 0
+            AND substring(t.hashes FROM s.k * 16 + 1 FOR 16) = p_hash
+          ORDER BY 1 DESC LIMIT 1))
+$$;
+
+-- log_ack_v1 applies acknowledgements. Items are parallel arrays; status is one of
+-- 'completed', 'failed', 'retry', 'dlq' (the broker normalises the wire value). Items are
+-- applied per (partition, group) in ascending partition id (the global lock order), each
+-- under that consumer row's lock. One result row per item, in input order.
+--
+-- p_strict (transactions, api.md §5.4): an unknown transactionId or a lease failure
+-- raises instead of being reported, rolling back the caller's transaction. p_hint is the
+-- transaction's single unambiguous lease hint, checked for acks without their own lease
+-- when the row has no live holder.
+CREATE OR REPLACE FUNCTION queen.log_ack_v1(
+    p_pids     uuid[],
+    p_groups   text[],
+    p_hashes   bytea[],
+    p_txn_ids  text[],
+    p_statuses text[],
+    p_leases   uuid[],
+    p_errors   text[],
+    p_strict   boolean DEFAULT false,
+    p_hint     uuid DEFAULT NULL
+) RETURNS TABLE (idx integer, ok boolean, err text, released boolean, dlq boolean, noop boolean)
+LANGUAGE plpgsql
+SET plan_cache_mode = force_generic_plan
+AS $$
+DECLARE
+    v_n        integer := coalesce(cardinality(p_pids), 0);
+    v_ok       boolean[];
+    v_err      text[];
+    v_rel      boolean[];
+    v_dlq      boolean[];
+    v_noop     boolean[];
+    v_off      bigint[];
+    g          record;
+    c          record;
+    q          record;
+    v_i        integer;
+    v_live     boolean;
+    v_lease    uuid;
+    v_valid    integer[];
+    v_hc       bigint;
+    v_sig      bigint;
+    v_sig_kind text;
+    v_sig_idx  integer;
+    v_new      bigint;
+    v_release  boolean;
+    v_retry    integer;
+    v_to_dlq   boolean;
+    v_now      timestamptz := clock_timestamp();
+BEGIN
+    IF coalesce(cardinality(p_groups), 0) <> v_n OR coalesce(cardinality(p_hashes), 0) <> v_n
+       OR coalesce(cardinality(p_txn_ids), 0) <> v_n OR coalesce(cardinality(p_statuses), 0) <> v_n
+       OR coalesce(cardinality(p_leases), 0) <> v_n OR coalesce(cardinality(p_errors), 0) <> v_n THEN
+        RAISE EXCEPTION 'log_ack_v1: misaligned arrays' USING ERRCODE = '22023';
+    END IF;
+    v_ok := array_fill(false, ARRAY[v_n]);
+    v_err := array_fill(NULL::text, ARRAY[v_n]);
+    v_rel := array_fill(false, ARRAY[v_n]);
+    v_dlq := array_fill(false, ARRAY[v_n]);
+    v_noop := array_fill(false, ARRAY[v_n]);
+    v_off := array_fill(NULL::bigint, ARRAY[v_n]);
+
+    FOR g IN SELECT DISTINCT u.pid, u.grp FROM unnest(p_pids, p_groups) AS u(pid, grp) ORDER BY 1, 2 LOOP
+        SELECT lc.committed, lc.batch_end, lc.lease_id, lc.lease_expires_at, lc.retry_count
+          INTO c FROM queen.log_consumers lc
+         WHERE lc.partition_id = g.pid AND lc.consumer_group = g.grp
+           FOR UPDATE;
+        IF NOT FOUND THEN
+            FOR v_i IN 1 .. v_n LOOP
+                IF p_pids[v_i] = g.pid AND p_groups[v_i] = g.grp THEN
+                    v_err[v_i] := 'consumer not found';
+                END IF;
+            END LOOP;
+            IF p_strict THEN
+                RAISE EXCEPTION 'QTXN ack references unknown transactionId; transaction rolled back (no consumer for partition % group %)', g.pid, g.grp
+                    USING ERRCODE = 'P0002';
+            END IF;
+            CONTINUE;
+        END IF;
+        SELECT qq.id, qq.retry_limit, (qq.dead_letter_queue OR qq.dlq_after_max_retries) AS dlq_on,
+               greatest(qq.dedup_window_seconds, qq.completed_retention_seconds, 900) AS res_window
+          INTO q FROM queen.log_partitions lp JOIN queen.queues qq ON qq.id = lp.queue_id
+         WHERE lp.id = g.pid;
+        v_live := c.lease_id IS NOT NULL AND c.lease_expires_at > v_now;
+
+        -- Per item: fence, resolve, classify. Valid items are inside the delivered span.
+        v_valid := '{}';
+        FOR v_i IN 1 .. v_n LOOP
+            CONTINUE WHEN p_pids[v_i] <> g.pid OR p_groups[v_i] <> g.grp;
+            v_lease := coalesce(p_leases[v_i], CASE WHEN NOT v_live THEN p_hint END);
+            IF v_lease IS NOT NULL AND (NOT v_live OR c.lease_id <> v_lease) THEN
+                v_err[v_i] := 'invalid or expired lease';
+                IF p_strict THEN
+                    RAISE EXCEPTION 'QLEASE invalid or expired lease for transactionId %; transaction rolled back', p_txn_ids[v_i]
+                        USING ERRCODE = 'P0001';
+                END IF;
+                CONTINUE;
+            END IF;
+            v_off[v_i] := queen.log_resolve_v1(g.pid, p_hashes[v_i], c.committed, q.res_window);
+            IF v_off[v_i] IS NULL THEN
+                v_err[v_i] := 'transactionId not found in partition';
+                IF p_strict THEN
+                    RAISE EXCEPTION 'QTXN ack references unknown transactionId %; transaction rolled back', p_txn_ids[v_i]
+                        USING ERRCODE = 'P0002';
+                END IF;
+            ELSIF v_off[v_i] <= c.committed THEN
+                IF p_statuses[v_i] = 'completed' THEN
+                    v_ok[v_i] := true;
+                    v_noop[v_i] := true;
+                ELSE
+                    v_err[v_i] := 'already committed: the cursor moved past this message before this ack';
+                END IF;
+            ELSIF c.batch_end <= c.committed THEN
+                v_err[v_i] := 'no leased batch';
+            ELSIF v_off[v_i] > c.batch_end THEN
+                v_err[v_i] := 'position beyond leased batch';
+            ELSE
+                v_valid := v_valid || v_i;
+            END IF;
+        END LOOP;
+        CONTINUE WHEN cardinality(v_valid) = 0;
+
+        -- Highest completed offset, and the lowest explicit signal (dlq > failed > retry
+        -- at the same offset).
+        v_hc := NULL; v_sig := NULL; v_sig_kind := NULL; v_sig_idx := NULL;
+        FOREACH v_i IN ARRAY v_valid LOOP
+            IF p_statuses[v_i] = 'completed' THEN
+                v_hc := greatest(v_hc, v_off[v_i]);
+            ELSIF v_sig IS NULL OR v_off[v_i] < v_sig
+                  OR (v_off[v_i] = v_sig AND
+                      array_position(ARRAY['dlq', 'failed', 'retry'], p_statuses[v_i])
+                      < array_position(ARRAY['dlq', 'failed', 'retry'], v_sig_kind)) THEN
+                v_sig := v_off[v_i]; v_sig_kind := p_statuses[v_i]; v_sig_idx := v_i;
+            END IF;
+        END LOOP;
+
+        v_retry := c.retry_count;
+        v_to_dlq := false;
+        IF v_sig IS NULL THEN
+            -- Implicit ack: everything up to the highest completed offset is done.
+            v_new := greatest(c.committed, v_hc);
+            v_release := v_new >= c.batch_end;
+            IF v_release THEN
+                v_retry := 0;
+            END IF;
+        ELSE
+            -- Explicit signals win: the cursor stops below the signalled message.
+            v_new := greatest(c.committed, v_sig - 1);
+            v_release := true;
+            IF v_sig_kind = 'dlq' OR (v_sig_kind = 'failed' AND c.retry_count >= q.retry_limit) THEN
+                v_to_dlq := v_sig_kind = 'dlq' OR q.dlq_on;
+                v_new := v_sig; -- dead-lettered or dropped: the partition moves on
+                v_retry := 0;
+            ELSIF v_sig_kind = 'failed' THEN
+                v_retry := c.retry_count + 1;
+            END IF;
+        END IF;
+
+        IF v_to_dlq THEN
+            INSERT INTO queen.dlq (queue_id, partition_id, consumer_group, msg_offset, transaction_id,
+                                   error_message, retry_count, created_at, frame_index, blob)
+            SELECT q.id, g.pid, g.grp, v_sig, p_txn_ids[v_sig_idx],
+                   coalesce(nullif(p_errors[v_sig_idx], ''), 'Retries exhausted'), c.retry_count,
+                   s.created_at, (v_sig - s.base_offset)::integer, s.blob
+              FROM queen.log_segments s
+             WHERE s.partition_id = g.pid AND s.base_offset <= v_sig
+             ORDER BY s.base_offset DESC LIMIT 1;
+        END IF;
+
+        UPDATE queen.log_consumers lc SET
+            committed = v_new,
+            batch_end = greatest(c.batch_end, v_new),
+            lease_id = CASE WHEN v_release THEN NULL ELSE lc.lease_id END,
+            lease_expires_at = CASE WHEN v_release THEN NULL ELSE lc.lease_expires_at END,
+            retry_count = v_retry,
+            last_consumed_at = v_now
+         WHERE lc.partition_id = g.pid AND lc.consumer_group = g.grp;
+
+        FOREACH v_i IN ARRAY v_valid LOOP
+            v_ok[v_i] := true;
+            v_rel[v_i] := v_release;
+            v_dlq[v_i] := v_to_dlq AND v_off[v_i] = v_sig AND p_statuses[v_i] <> 'completed';
+        END LOOP;
+    END LOOP;
+
+    RETURN QUERY SELECT i::integer, v_ok[i], v_err[i], v_rel[i], v_dlq[i], v_noop[i]
+                   FROM generate_series(1, v_n) AS i;
+END
+$$;
