@@ -30,4 +30,8 @@
 // when retention removed it) and the other frames go back to the head of the partition's
 // queue, ahead of anything that arrived meanwhile, for the next flush. A bundle that
 // fails as a whole resolves every frame to Error.
+//
+// Each shard keeps a dedup cache per partition (known.go) whose only product is a
+// watermark that lets the SQL probe skip verified history. ForgetQueue drops one queue's
+// caches on every shard after a configure or a queue deletion changed what they assumed.
 package fusion

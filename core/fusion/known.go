@@ -16,15 +16,19 @@ import "time"
 // older than the queue's window are evicted, which is safe because the SQL probe ignores
 // them too (its cutoff is taken later, on the database clock the entries carry).
 //
-// Two narrow gaps remain, both needing an operation that does not exist yet (issue 3
-// adds configure and queue deletion): (1) between a configure that widens a queue's
-// window and this partition's next commit (which reports the new window and resets the
-// cache), a flush may claim a watermark over history evicted under the old window;
-// (2) if a queue is deleted and created again and another writer pushes the new
-// partition past the old watermark before this broker's next commit, one flush may claim
-// it (SQL ignores a watermark beyond the allocator, which covers the slower case). The
-// fix for both is to send with the claim what it assumed (window, partition id) and let
-// SQL check it, or to reset this broker's caches from those routes.
+// Configure and queue deletion open two gaps, closed on this broker by
+// Batcher.ForgetQueue (forget.go), which those routes call after their commit: (1) a
+// configure that widens a queue's window would let a flush claim a watermark over history
+// evicted under the old window until this partition's next commit reports the new window;
+// (2) a queue deleted and created again, whose new partition another writer pushes past
+// the old watermark before this broker's next commit, would let one flush claim it (SQL
+// ignores a watermark beyond the allocator, which covers the slower case). ForgetQueue
+// drops the queue's caches and discards warm-up reads whose snapshot predates the change,
+// so the next flush of each partition makes a full probe. What remains: a flush already
+// in flight when the configure commits (it is concurrent with the configure, and its
+// verdict is the one the old window gives), and other brokers sharing the database, whose
+// caches nobody resets yet (peer invalidation does not exist); closing that needs the
+// claim to carry what it assumed (window, partition id) for SQL to check.
 type known struct {
 	pid      string // partition id the history belongs to
 	verified int64

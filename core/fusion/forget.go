@@ -1,0 +1,66 @@
+package fusion
+
+import (
+	"strings"
+	"sync"
+)
+
+// forgetting asks a shard to drop the dedup state of every partition whose key starts
+// with prefix (one queue's partitions), then to call done.
+type forgetting struct {
+	prefix string
+	done   func()
+}
+
+// ForgetQueue drops this broker's dedup cache (and pending warm-up reads) of every
+// partition of the queue, in every shard, and returns once all shards have done so. Call
+// it after the queue was reconfigured or deleted: the cache's watermark claims were made
+// under the old dedup window and for the old partitions (see known.go), and without them
+// the next flush of each partition makes the SQL probe the whole window again.
+//
+// Shard state belongs to the shard's goroutine, so the request travels to each shard like
+// a submission and is applied between two events there. After Close it does nothing: no
+// push is accepted any more.
+func (b *Batcher) ForgetQueue(tenant, queue string) {
+	prefix := partKey(tenant, queue, "")
+	var wg sync.WaitGroup
+	b.mu.RLock()
+	if b.closed {
+		b.mu.RUnlock()
+		return
+	}
+	// Under the read lock Close cannot close stop, so every shard's loop is still running
+	// and receives the request (it never blocks on anything that needs b.mu).
+	wg.Add(len(b.shards))
+	for _, s := range b.shards {
+		s.forgets <- forgetting{prefix: prefix, done: wg.Done}
+	}
+	b.mu.RUnlock()
+	wg.Wait()
+}
+
+// forgetQueue drops the shard's dedup state of the partitions whose key starts with
+// prefix. Partition keys are tenant \x1f queue \x1f partition and names hold no control
+// characters, so the prefix matches exactly one queue's partitions.
+func (s *shard) forgetQueue(prefix string) {
+	for key, k := range s.known {
+		if strings.HasPrefix(key, prefix) {
+			s.forget(key, k)
+		}
+	}
+	for key := range s.warming {
+		if strings.HasPrefix(key, prefix) {
+			// The read in flight took its snapshot before the change: install discards
+			// it. The entry stays in warming so no second read for the key starts (and
+			// races it) until this one has landed.
+			s.stale[key] = struct{}{}
+		}
+	}
+	for key := range s.warmTried {
+		if strings.HasPrefix(key, prefix) {
+			if _, pending := s.warming[key]; !pending {
+				delete(s.warmTried, key) // a back-off from the old state: re-read at once
+			}
+		}
+	}
+}
