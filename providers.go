@@ -138,8 +138,13 @@ func ProvideSealer(cfg config.Config) (*envelope.Sealer, error) {
 }
 
 // ProvidePushService builds the push use case.
-func ProvidePushService(b *fusion.Batcher, sealer *envelope.Sealer, store *postgres.Store, cfg config.Config, log *slog.Logger) *push.Service {
-	return push.New(b, push.Options{Sealer: sealer, Settings: store, CacheTTL: cfg.CacheRefresh, Logger: log})
+// Transactions commit on the store directly and wake parked pops like fused pushes do.
+func ProvidePushService(b *fusion.Batcher, sealer *envelope.Sealer, store *postgres.Store, codec *segment.Codec, waker *consume.Waker, cfg config.Config, log *slog.Logger) *push.Service {
+	return push.New(b, push.Options{
+		Sealer: sealer, Settings: store, CacheTTL: cfg.CacheRefresh, Logger: log,
+		Transactions: store, Codec: codec,
+		Committed: func(tenant, queue, _ string) { waker.Notify(consume.Key(tenant, queue)) },
+	})
 }
 
 // ProvideWaker is the wake-up channel between commits and parked pops.

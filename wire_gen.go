@@ -42,7 +42,7 @@ func InitializeApp(ctx context.Context, cfg config.Config) (*App, func(), error)
 		cleanup()
 		return nil, nil, err
 	}
-	service := ProvidePushService(batcher, sealer, store, cfg, logger)
+	service := ProvidePushService(batcher, sealer, store, codec, waker, cfg, logger)
 	consumeService := ProvideConsumeService(store, codec, sealer, waker, cfg, logger)
 	handler := ProvideHandler(service, consumeService, store, batcher, limiter, cfg, logger)
 	server := ProvideHTTPServer(cfg, handler)

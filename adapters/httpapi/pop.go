@@ -56,6 +56,7 @@ func (a *api) consumeRoutes(r *mux.Router) {
 	r.HandleFunc("/api/v1/ack", a.handleAck).Methods(http.MethodPost)
 	r.HandleFunc("/api/v1/ack/batch", a.handleAckBatch).Methods(http.MethodPost)
 	r.HandleFunc("/api/v1/lease/{leaseId}/extend", a.handleExtend).Methods(http.MethodPost)
+	r.HandleFunc("/api/v1/transaction", a.handleTransaction).Methods(http.MethodPost)
 }
 
 func (a *api) handlePop(w http.ResponseWriter, r *http.Request) {

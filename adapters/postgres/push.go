@@ -29,32 +29,61 @@ type segResult struct {
 	} `json:"dups"`
 }
 
-// PushSegments implements ports.SegmentStore.
-func (s *Store) PushSegments(ctx context.Context, segs []ports.Segment) ([]ports.SegmentResult, error) {
+// pushArgs are log_push_multi_v1's parallel arrays.
+type pushArgs struct {
+	queues, parts []string
+	tenants       []string // nil when every segment is the default tenant's
+	counts        []int32
+	verified      []int64
+	hashes, blobs [][]byte
+}
+
+func newPushArgs(segs []ports.Segment) pushArgs {
 	n := len(segs)
-	queues, parts, tenants := make([]string, n), make([]string, n), make([]string, n)
+	a := pushArgs{queues: make([]string, n), parts: make([]string, n), tenants: make([]string, n),
+		counts: make([]int32, n), verified: make([]int64, n), hashes: make([][]byte, n), blobs: make([][]byte, n)}
 	defaultTenant := true
-	counts, verified := make([]int32, n), make([]int64, n)
-	hashes, blobs := make([][]byte, n), make([][]byte, n)
 	for i, sg := range segs {
-		queues[i], parts[i], tenants[i] = sg.Queue, sg.Partition, sg.Tenant
-		if tenants[i] == "" {
-			tenants[i] = ports.DefaultTenant
+		a.queues[i], a.parts[i], a.tenants[i] = sg.Queue, sg.Partition, sg.Tenant
+		if a.tenants[i] == "" {
+			a.tenants[i] = ports.DefaultTenant
 		}
-		defaultTenant = defaultTenant && tenants[i] == ports.DefaultTenant
-		counts[i], verified[i] = int32(sg.Count), sg.Verified
-		hashes[i], blobs[i] = sg.Hashes, sg.Blob
+		defaultTenant = defaultTenant && a.tenants[i] == ports.DefaultTenant
+		a.counts[i], a.verified[i] = int32(sg.Count), sg.Verified
+		a.hashes[i], a.blobs[i] = sg.Hashes, sg.Blob
 	}
 	if defaultTenant {
-		tenants = nil // NULL: the function fills in the default tenant without parsing n UUIDs
+		a.tenants = nil // NULL: the function fills in the default tenant without parsing n UUIDs
 	}
+	return a
+}
+
+// pushBundle runs log_push_multi_v1 on q (a connection or a transaction) and returns the
+// raw result array.
+func pushBundle(ctx context.Context, q interface {
+	QueryRow(context.Context, string, ...any) pgx.Row
+}, segs []ports.Segment) ([]ports.SegmentResult, error) {
+	a := newPushArgs(segs)
 	var raw []byte
-	err := s.run(ctx, "push", func(ctx context.Context, c *pgxpool.Conn) error {
-		return c.QueryRow(ctx, pushSQL, queues, parts, counts, hashes, verified, blobs, tenants).Scan(&raw)
-	})
-	if err != nil {
+	if err := q.QueryRow(ctx, pushSQL, a.queues, a.parts, a.counts, a.hashes, a.verified, a.blobs, a.tenants).Scan(&raw); err != nil {
 		return nil, err
 	}
+	return parsePushResults(raw, len(segs))
+}
+
+// PushSegments implements ports.SegmentStore.
+func (s *Store) PushSegments(ctx context.Context, segs []ports.Segment) ([]ports.SegmentResult, error) {
+	var out []ports.SegmentResult
+	err := s.run(ctx, "push", func(ctx context.Context, c *pgxpool.Conn) error {
+		var err error
+		out, err = pushBundle(ctx, c, segs)
+		return err
+	})
+	return out, err
+}
+
+// parsePushResults decodes log_push_multi_v1's jsonb result array.
+func parsePushResults(raw []byte, n int) ([]ports.SegmentResult, error) {
 	var rs []segResult
 	if err := json.Unmarshal(raw, &rs); err != nil {
 		return nil, fmt.Errorf("postgres: push: unparseable result: %w: %w", ports.ErrInvalid, err)

@@ -89,6 +89,12 @@ type Options struct {
 	CacheTTL time.Duration       // [60s] how long a queue's encryption flag is trusted
 	Logger   *slog.Logger
 	NewID    func() [16]byte // [UUIDv7]
+
+	// Transactions and Codec enable Transaction (api.md §5.4).
+	Transactions ports.TransactionStore
+	Codec        *segment.Codec
+	// Committed, when set, is called for every segment a transaction committed.
+	Committed func(tenant, queue, partitionID string)
 }
 
 // Service runs pushes through a fusion batcher.

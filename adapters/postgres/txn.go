@@ -1,0 +1,63 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/queen-go/queen/ports"
+)
+
+// Transaction implements ports.TransactionStore: pushes first (the bundle function
+// pre-locks their partition rows in ascending id, as every push does), then the acks
+// (consumer rows, in ascending partition id), in one database transaction.
+func (s *Store) Transaction(ctx context.Context, segs []ports.Segment, acks []ports.AckItem, hint string) ([]ports.SegmentResult, []ports.AckResult, error) {
+	var (
+		pushed []ports.SegmentResult
+		acked  []ports.AckResult
+		rb     *ports.RollbackError
+	)
+	err := s.run(ctx, "transaction", func(ctx context.Context, c *pgxpool.Conn) error {
+		tx, err := c.Begin(ctx)
+		if err != nil {
+			return err
+		}
+		defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+		if len(segs) > 0 {
+			if pushed, err = pushBundle(ctx, tx, segs); err != nil {
+				return err
+			}
+			for i, r := range pushed {
+				if r.Status == ports.SegmentDuplicate {
+					rb = &ports.RollbackError{Reason: "duplicate", Msg: fmt.Sprintf(
+						"QDUP transactionId already exists in partition %s/%s (frame %d); transaction rolled back",
+						segs[i].Queue, segs[i].Partition, r.Dups[0].Index)}
+					return nil
+				}
+			}
+		}
+		if len(acks) > 0 {
+			acked, err = ackQuery(ctx, tx, acks, true, hint)
+			var pgErr *pgconn.PgError
+			if errors.As(err, &pgErr) && (strings.HasPrefix(pgErr.Message, "QTXN") || strings.HasPrefix(pgErr.Message, "QLEASE")) {
+				rb = &ports.RollbackError{Reason: "ack_rejected", Msg: pgErr.Message}
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return tx.Commit(ctx)
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	if rb != nil {
+		return nil, nil, rb
+	}
+	return pushed, acked, nil
+}

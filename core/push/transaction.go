@@ -1,0 +1,159 @@
+package push
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/google/uuid"
+
+	"github.com/queen-go/queen/core/consume"
+	"github.com/queen-go/queen/core/dedup"
+	"github.com/queen-go/queen/core/segment"
+	"github.com/queen-go/queen/ports"
+)
+
+// TxnOp is one operation of a transaction (api.md §5.4): a push of one item or an ack.
+type TxnOp struct {
+	Push *TxnPush // exactly one of Push and Ack is set
+	Ack  *consume.AckInput
+}
+
+// TxnPush is one pushed item of a transaction.
+type TxnPush struct {
+	Item
+	TraceID string // kept only when it parses as a UUID
+}
+
+// TxnResult is one operation's outcome, in request order.
+type TxnResult struct {
+	Push *Result
+	Ack  *ports.AckResult
+}
+
+// ErrNoTransactions is returned when the service was built without a transaction store.
+var ErrNoTransactions = errors.New("push: transactions are not configured")
+
+// Transaction commits every push and ack of ops in one database transaction, or none of
+// them. hint is the request's single unambiguous lease hint ("" = none). Items must be
+// validated. A *ports.RollbackError means the store rolled everything back because of
+// the request (duplicate, unknown message, lease).
+func (s *Service) Transaction(ctx context.Context, tenant, producerSub string, ops []TxnOp, hint string) ([]TxnResult, error) {
+	if s.opts.Transactions == nil || s.opts.Codec == nil {
+		return nil, ErrNoTransactions
+	}
+	out := make([]TxnResult, len(ops))
+	segs, locate, err := s.txnSegments(ctx, tenant, producerSub, ops, out)
+	if err != nil {
+		return nil, err
+	}
+	var acks []ports.AckItem
+	var ackPos []int
+	for i, op := range ops {
+		if op.Ack == nil {
+			continue
+		}
+		it, bad := op.Ack.Item()
+		if bad != "" {
+			return nil, &ports.RollbackError{Reason: "bad_request", Msg: fmt.Sprintf("operation %d: %s", i, bad)}
+		}
+		acks = append(acks, it)
+		ackPos = append(ackPos, i)
+	}
+	pushed, acked, err := s.opts.Transactions.Transaction(ctx, segs, acks, hint)
+	if err != nil {
+		return nil, err
+	}
+	for k, r := range pushed {
+		for _, l := range locate[k] {
+			res := out[l.op].Push
+			res.PartitionID = r.PartitionID
+			res.Offset, res.HasOffset = r.BaseOffset+int64(l.frame), true
+		}
+		if s.opts.Committed != nil {
+			s.opts.Committed(tenant, segs[k].Queue, r.PartitionID)
+		}
+	}
+	for k, r := range acked {
+		out[ackPos[k]].Ack = &r
+	}
+	return out, nil
+}
+
+// txnLoc is where a push op's message landed: frame of its segment.
+type txnLoc struct{ op, frame int }
+
+// txnSegments builds one segment per (queue, partition), frames in request order. A
+// repeated transactionId in the same partition is stored once; its repeats report
+// duplicate with the first message's id (api.md §5.4).
+func (s *Service) txnSegments(ctx context.Context, tenant, producerSub string, ops []TxnOp, out []TxnResult) ([]ports.Segment, [][]txnLoc, error) {
+	type seg struct {
+		frames []segment.Frame
+		hashes []byte
+		locs   []txnLoc
+		firsts map[[16]byte]int // hash -> op index of its first occurrence
+	}
+	var order []*seg
+	by := make(map[[2]string]*seg)
+	encrypt := s.encryptionFor(ctx, tenant)
+	for i, op := range ops {
+		if op.Push == nil {
+			continue
+		}
+		it := op.Push
+		id := s.opts.NewID()
+		part := it.Partition
+		if part == "" {
+			part = DefaultPartition
+		}
+		txn := it.TransactionID
+		if txn == "" {
+			txn = uuid.UUID(id).String()
+		}
+		r := &Result{Index: i, MessageID: id, TransactionID: txn, Queue: it.Queue, Partition: part, Status: StatusQueued}
+		out[i].Push = r
+		g := by[[2]string{it.Queue, part}]
+		if g == nil {
+			g = &seg{firsts: make(map[[16]byte]int)}
+			by[[2]string{it.Queue, part}] = g
+			order = append(order, g)
+		}
+		h := dedup.Hash(txn)
+		if first, dup := g.firsts[h]; dup {
+			*r = *out[first].Push
+			r.Index, r.Status = i, StatusDuplicate
+			g.locs = append(g.locs, txnLoc{op: i, frame: frameOf(g.locs, first)})
+			continue
+		}
+		g.firsts[h] = i
+		f := segment.Frame{ID: id, TransactionID: txn, ProducerSub: producerSub, Payload: it.Payload}
+		if tid, err := uuid.Parse(it.TraceID); err == nil && len(it.TraceID) == 36 {
+			f.TraceID, f.HasTrace = tid, true
+		}
+		if encrypt(it.Queue) {
+			s.seal(&f)
+		}
+		g.locs = append(g.locs, txnLoc{op: i, frame: len(g.frames)})
+		g.frames = append(g.frames, f)
+		g.hashes = append(g.hashes, h[:]...)
+	}
+	segs := make([]ports.Segment, len(order))
+	locate := make([][]txnLoc, len(order))
+	for k, g := range order {
+		first := out[g.locs[0].op].Push
+		segs[k] = ports.Segment{Tenant: tenant, Queue: first.Queue, Partition: first.Partition,
+			Count: len(g.frames), Hashes: g.hashes, Verified: -1, Blob: s.opts.Codec.Encode(g.frames)}
+		locate[k] = g.locs
+	}
+	return segs, locate, nil
+}
+
+// frameOf returns the frame of op's first occurrence among locs.
+func frameOf(locs []txnLoc, op int) int {
+	for _, l := range locs {
+		if l.op == op {
+			return l.frame
+		}
+	}
+	return 0
+}
