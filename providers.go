@@ -165,7 +165,7 @@ func ProvideHandler(p *push.Service, c *consume.Service, store *postgres.Store, 
 	})
 	return httpapi.New(httpapi.Services{Push: p, DB: store, Consume: c}, httpapi.Options{
 		MaxBodyBytes: cfg.MaxBodyBytes, Version: Version, Logger: log,
-		Pop: httpapi.PopDefaults{Timeout: cfg.PopTimeout, SubscriptionMode: cfg.SubscriptionMode},
+		Pop:        httpapi.PopDefaults{Timeout: cfg.PopTimeout, SubscriptionMode: cfg.SubscriptionMode},
 		Prometheus: prom, PoolStats: store.PoolStats,
 	})
 }
