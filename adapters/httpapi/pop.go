@@ -65,7 +65,13 @@ func (a *api) handlePop(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		var dr *discoveryRequired
 		if errors.As(err, &dr) {
-			writeJSON(w, http.StatusBadRequest, map[string]any{"success": false, "error": dr.Error(), "messages": []any{}})
+			// A struct, not a map: the reference renders success, error, messages in
+			// that order.
+			writeJSON(w, http.StatusBadRequest, struct {
+				Success  bool     `json:"success"`
+				Error    string   `json:"error"`
+				Messages []string `json:"messages"`
+			}{Error: dr.Error(), Messages: []string{}})
 			return
 		}
 		writeError(w, a.opts.Logger, err)
@@ -187,8 +193,20 @@ func parsePop(q url.Values, queue, partition string, def PopDefaults) (ports.Pop
 }
 
 // parseSubscription applies subscriptionMode and subscriptionFrom to a named group's
-// first contact; queue mode always starts at the beginning.
+// first contact; queue mode always starts at the beginning. subscriptionFrom is checked
+// in queue mode too: a bad value is a bad request whatever the group.
 func parseSubscription(q url.Values, def string, req *ports.PopRequest) error {
+	var from time.Time
+	fromGiven := false
+	switch v := q.Get("subscriptionFrom"); v {
+	case "", "now":
+	default:
+		t, err := time.Parse(time.RFC3339Nano, v)
+		if err != nil {
+			return badRequestf("query parameter subscriptionFrom=%q: want now or an RFC 3339 timestamp", v)
+		}
+		from, fromGiven = t, true
+	}
 	req.SubscribeMode = ports.SubscribeAll
 	if req.Group == ports.QueueModeGroup {
 		return nil
@@ -202,16 +220,11 @@ func parseSubscription(q url.Values, def string, req *ports.PopRequest) error {
 	case mode[0] == "new" || mode[0] == "new-only" || mode[0] == "new_only" || mode[0] == "newonly":
 		req.SubscribeMode = ports.SubscribeNew
 	}
-	switch from := q.Get("subscriptionFrom"); from {
-	case "":
-	case "now":
+	switch {
+	case fromGiven:
+		req.SubscribeMode, req.SubscribeFrom = ports.SubscribeTimestamp, from
+	case q.Get("subscriptionFrom") == "now":
 		req.SubscribeMode = ports.SubscribeNew
-	default:
-		t, err := time.Parse(time.RFC3339Nano, from)
-		if err != nil {
-			return badRequestf("query parameter subscriptionFrom=%q: want now or an RFC 3339 timestamp", from)
-		}
-		req.SubscribeMode, req.SubscribeFrom = ports.SubscribeTimestamp, t
 	}
 	return nil
 }
