@@ -1,0 +1,80 @@
+package load
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"time"
+)
+
+// ConsumeConfig configures the consume mode.
+type ConsumeConfig struct {
+	Common
+	Queue      string
+	Consumers  int
+	Group      string // "" = queue mode
+	Batch      int    // pop batch
+	Partitions int    // partitions per wildcard pop
+	Pinned     int    // > 0: consumer i pops only partition p(i mod Pinned)
+	Wait       bool
+	TimeoutMS  int
+	AutoAck    bool
+	FailRate   float64 // fraction of acked batches with one message failed
+	Count      int64   // stop after this many messages (0 = Duration)
+}
+
+// RunConsume pops and acknowledges, reporting msgs/s, pop latency, empties and errors.
+func RunConsume(ctx context.Context, cfg ConsumeConfig) (Summary, error) {
+	m := NewMeter("consume", cfg.Out, "msgs", "pops", "empty", "acks", "ackFailed", "ackRefused", "errors")
+	timeout := time.Duration(cfg.TimeoutMS)*time.Millisecond + 30*time.Second
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	err := Workers(ctx, cfg.URL, cfg.Consumers, timeout, m, cfg.Duration, func(ctx context.Context, w int, c *Client) error {
+		p := PopParams{Queue: cfg.Queue, Group: cfg.Group, Batch: cfg.Batch, Partitions: cfg.Partitions,
+			Wait: cfg.Wait, TimeoutMS: cfg.TimeoutMS, AutoAck: cfg.AutoAck, SubscriptionMode: "all"}
+		if cfg.Pinned > 0 {
+			p.Partition = fmt.Sprintf("p%d", w%cfg.Pinned)
+		}
+		path := p.Path()
+		for ctx.Err() == nil {
+			t0 := time.Now()
+			b, err := c.Pop(path)
+			if ctx.Err() != nil && err != nil {
+				return nil // aborted at the end of the run
+			}
+			m.Add("pops", 1)
+			if err != nil {
+				m.Add("errors", 1)
+				fmt.Fprintf(cfg.Out, "pop error: %v\n", err)
+				continue
+			}
+			if b == nil {
+				m.Add("empty", 1)
+				continue
+			}
+			m.Latency(time.Since(t0))
+			m.Add("msgs", int64(len(b.Messages)))
+			if cfg.Count > 0 && m.Get("msgs") >= cfg.Count {
+				cancel()
+			}
+			if cfg.AutoAck {
+				continue
+			}
+			var failed map[int]bool
+			if cfg.FailRate > 0 && rand.Float64() < cfg.FailRate {
+				failed = map[int]bool{rand.IntN(len(b.Messages)): true}
+				m.Add("ackFailed", 1)
+			}
+			refused, err := c.Ack(b, "", failed)
+			m.Add("acks", 1)
+			if err != nil {
+				m.Add("errors", 1)
+				fmt.Fprintf(cfg.Out, "ack error: %v\n", err)
+				continue
+			}
+			m.Add("ackRefused", int64(refused))
+		}
+		return nil
+	})
+	return m.Stop(), err
+}

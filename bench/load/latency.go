@@ -1,0 +1,134 @@
+package load
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"sync/atomic"
+	"time"
+)
+
+// LatencyConfig configures the latency mode.
+type LatencyConfig struct {
+	Common
+	Queue      string
+	Rate       float64 // messages per second, one per request
+	Producers  int     // connections the pacer feeds
+	Partitions int
+	Consumers  int // long-poll wildcard consumers
+	Batch      int
+	PopParts   int // partitions per pop
+	TimeoutMS  int
+}
+
+// Pace sends on the returned channel the scheduled instant of each event of a steady
+// rate (events/s), ramping linearly from 0 over ramp, until ctx ends. Scheduling from
+// the start time, not from the previous send, keeps a slow consumer of the channel from
+// lowering the offered rate (no coordinated omission): late events carry their original
+// instant, so their delay shows up as latency.
+func Pace(ctx context.Context, rate float64, ramp time.Duration) <-chan time.Time {
+	ch := make(chan time.Time, 4096)
+	go func() {
+		defer close(ch)
+		start := time.Now()
+		var sent int64
+		t := time.NewTicker(time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case now := <-t.C:
+				el := now.Sub(start).Seconds()
+				due := int64(rate * el)
+				if r := ramp.Seconds(); r > 0 && el < r {
+					due = int64(rate * el * el / (2 * r)) // integral of a linear ramp
+				}
+				for ; sent < due; sent++ {
+					select {
+					case ch <- now:
+					case <-ctx.Done():
+						return
+					}
+				}
+			}
+		}
+	}()
+	return ch
+}
+
+// RunLatency measures push-to-pop latency: a paced producer, parked long-poll consumers.
+func RunLatency(ctx context.Context, cfg LatencyConfig) (Summary, error) {
+	m := NewMeter("latency", cfg.Out, "pushed", "consumed", "empty", "errors")
+	m.Gauge("backlog", func() int64 { return m.Get("pushed") - m.Get("consumed") })
+	runCtx, cancel := context.WithTimeout(ctx, cfg.Duration)
+	defer cancel()
+	ticks := Pace(runCtx, cfg.Rate, 0)
+	var seq atomic.Int64
+	producers := func(ctx context.Context, w int, c *Client) error {
+		for at := range ticks {
+			n := seq.Add(1)
+			body := fmt.Appendf(nil, `{"t":%d}`, at.UnixNano())
+			bad, err := c.Push([]Item{{Queue: cfg.Queue, Partition: fmt.Sprintf("p%d", rand.IntN(cfg.Partitions)),
+				TransactionID: fmt.Sprintf("lat-%d", n), Payload: body}})
+			if err != nil || bad > 0 {
+				m.Add("errors", 1)
+				continue
+			}
+			m.Add("pushed", 1)
+		}
+		return nil
+	}
+	consumers := func(ctx context.Context, w int, c *Client) error {
+		path := PopParams{Queue: cfg.Queue, Batch: cfg.Batch, Partitions: cfg.PopParts, Wait: true, TimeoutMS: cfg.TimeoutMS}.Path()
+		for ctx.Err() == nil {
+			b, err := c.Pop(path)
+			if ctx.Err() != nil {
+				return nil
+			}
+			if err != nil {
+				m.Add("errors", 1)
+				continue
+			}
+			if b == nil {
+				m.Add("empty", 1)
+				continue
+			}
+			now := time.Now()
+			for _, msg := range b.Messages {
+				var d struct {
+					T int64 `json:"t"`
+				}
+				if json.Unmarshal(msg.Data, &d) == nil && d.T > 0 {
+					m.Latency(now.Sub(time.Unix(0, d.T)))
+				}
+			}
+			m.Add("consumed", int64(len(b.Messages)))
+			if _, err := c.Ack(b, "", nil); err != nil {
+				m.Add("errors", 1)
+			}
+		}
+		return nil
+	}
+	done := make(chan error, 1)
+	// Consumers run a little past the producers' end so the tail is measured, and stop
+	// on their own deadline (their long polls end at most TimeoutMS later).
+	consumeCtx, stopConsumers := context.WithCancel(ctx)
+	defer stopConsumers()
+	go func() {
+		done <- Workers(consumeCtx, cfg.URL, cfg.Consumers, time.Duration(cfg.TimeoutMS)*time.Millisecond+30*time.Second,
+			nil, 0, consumers)
+	}()
+	err := Workers(runCtx, cfg.URL, cfg.Producers, 30*time.Second, m, 0, producers)
+	drain := time.Now().Add(5 * time.Second)
+	for m.Get("consumed") < m.Get("pushed") && time.Now().Before(drain) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	stopConsumers()
+	s := m.Stop()
+	if cerr := <-done; err == nil {
+		err = cerr
+	}
+	return s, err
+}

@@ -1,0 +1,13 @@
+// Command queen-bench measures a Queen-compatible broker through its public HTTP API
+// and proves its ordering promise.
+//
+//	queen-bench push     -url URL -conns 64 -batch 1 -partitions 1000 -duration 10s
+//	queen-bench consume  -url URL -consumers 8 -batch 100 -partitions 1 -duration 10s
+//	queen-bench latency  -url URL -rate 500 -partitions 100 -consumers 8 -duration 10s
+//	queen-bench pipeline -url URL -entities 100 -rate 500 -duration 60s -dir ./run
+//	queen-bench verify   -dir ./run
+//
+// Every mode prints a progress line each second, then a summary and one JSON line of
+// figures. pipeline and verify print the verifier's table and verdict and exit 1 on FAIL;
+// any other error exits 2. See docs/benchmarks.md.
+package main
