@@ -123,8 +123,8 @@ type consumerRow struct {
 	RetryCount          int32
 }
 
-// cursorOf reads the consumer row of queue/partition for group; ok false when none.
-func (d *pushLogDB) cursorOf(t testing.TB, queue, partition, group string) (consumerRow, bool) {
+// consumerRowOf reads the consumer row of queue/partition for group; ok false when none.
+func (d *pushLogDB) consumerRowOf(t testing.TB, queue, partition, group string) (consumerRow, bool) {
 	t.Helper()
 	var c consumerRow
 	err := d.pool.QueryRow(context.Background(), `
@@ -138,15 +138,15 @@ func (d *pushLogDB) cursorOf(t testing.TB, queue, partition, group string) (cons
 		if strings.Contains(err.Error(), "no rows") {
 			return c, false
 		}
-		t.Fatalf("consumerRow of %s/%s/%s: %v", queue, partition, group, err)
+		t.Fatalf("consumer row of %s/%s/%s: %v", queue, partition, group, err)
 	}
 	return c, true
 }
 
-// committed is the group's consumerRow on queue/partition (fails when there is no row).
+// committed is the group's cursor on queue/partition (fails when there is no row).
 func (d *pushLogDB) committed(t testing.TB, queue, partition, group string) int64 {
 	t.Helper()
-	c, ok := d.cursorOf(t, queue, partition, group)
+	c, ok := d.consumerRowOf(t, queue, partition, group)
 	if !ok {
 		t.Fatalf("no consumer row for %s/%s/%s", queue, partition, group)
 	}

@@ -1,0 +1,193 @@
+package queen
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"slices"
+	"testing"
+	"time"
+)
+
+// Consumer groups: fan-out across named groups, competition inside queue mode, and where
+// a named group starts (subscriptions).
+
+// segmentTimes are the created_at of queue/partition's segments, in offset order.
+func (d *pushLogDB) segmentTimes(t testing.TB, queue, partition string) []time.Time {
+	t.Helper()
+	rows, err := d.pool.Query(context.Background(), `SELECT s.created_at FROM queen.log_segments s
+		JOIN queen.log_partitions p ON p.id = s.partition_id JOIN queen.queues q ON q.id = p.queue_id
+		WHERE q.name = $1 AND p.name = $2 ORDER BY s.base_offset`, queue, partition)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []time.Time
+	for rows.Next() {
+		var at time.Time
+		if err := rows.Scan(&at); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, at)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func TestGroupsFanOutQueueModeCompetes(t *testing.T) {
+	t.Parallel()
+	a := startApp(t, nil)
+	var all []string
+	for i := range 4 {
+		part := fmt.Sprintf("p%d", i)
+		a.pushN(t, "fan", part, part, 2)
+		all = append(all, txnRange(part, 0, 1)...)
+	}
+
+	t.Run("every named group receives every message", func(t *testing.T) {
+		for _, g := range []string{"billing", "audit"} {
+			p := a.popMust(t, "/api/v1/pop/queue/fan?partitions=10&batch=100&subscriptionMode=all&consumerGroup="+g)
+			got := txnsOf(p)
+			slices.Sort(got)
+			if !slices.Equal(got, all) || p.ConsumerGroup != g {
+				t.Fatalf("group %s (%s) got %v, want %v", g, p.ConsumerGroup, got, all)
+			}
+		}
+	})
+
+	t.Run("queue-mode consumers split the partitions", func(t *testing.T) {
+		seen := map[string]bool{}
+		var got []string
+		for c := range 2 {
+			p := a.popMust(t, "/api/v1/pop/queue/fan?partitions=2&batch=100")
+			if p.PartitionsClaimed != 2 || p.ConsumerGroup != "__QUEUE_MODE__" {
+				t.Fatalf("consumer %d claimed %d partitions as %s", c, p.PartitionsClaimed, p.ConsumerGroup)
+			}
+			for _, m := range p.Messages {
+				if seen[m.TransactionID] {
+					t.Fatalf("%s delivered to two queue-mode consumers", m.TransactionID)
+				}
+				seen[m.TransactionID] = true
+				got = append(got, m.TransactionID)
+			}
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, all) {
+			t.Fatalf("queue mode delivered %v, want %v", got, all)
+		}
+		a.popEmpty(t, "/api/v1/pop/queue/fan?partitions=10")
+	})
+}
+
+func TestSubscriptions(t *testing.T) {
+	t.Parallel()
+	a := startApp(t, nil) // DEFAULT_SUBSCRIPTION_MODE is new
+	db := openPushLogDB(t, a)
+
+	// Where a named group starts on a backlog of b-0, b-1 pushed before its first pop;
+	// after the first pop the test pushes n-0 and pops again.
+	tests := []struct {
+		name, query string
+		first       []string // nil = 204
+	}{
+		{"default is new", "", nil},
+		{"new skips the backlog", "&subscriptionMode=new", nil},
+		{"new-only", "&subscriptionMode=new-only", nil},
+		{"new_only", "&subscriptionMode=new_only", nil},
+		{"newonly", "&subscriptionMode=newonly", nil},
+		{"subscriptionFrom=now is new", "&subscriptionFrom=now&subscriptionMode=all", nil},
+		{"all reads the backlog", "&subscriptionMode=all", []string{"b-0", "b-1"}},
+		{"an unknown mode is all", "&subscriptionMode=NEW", []string{"b-0", "b-1"}},
+		{"a timestamp before the backlog reads it", "&subscriptionFrom=2001-01-01T00:00:00Z", []string{"b-0", "b-1"}},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			queue := fmt.Sprintf("sub%d", i)
+			a.pushN(t, queue, "p", "b", 2)
+			path := "/api/v1/pop/queue/" + queue + "?batch=10&consumerGroup=g" + tt.query
+			if tt.first == nil {
+				a.popEmpty(t, path)
+			} else {
+				p := a.popMust(t, path)
+				wantTxns(t, p, tt.first...)
+				a.ackAll(t, p, "")
+			}
+			a.pushN(t, queue, "p", "n", 1)
+			wantTxns(t, a.popMust(t, path), "n-0")
+		})
+	}
+
+	t.Run("queue mode ignores subscriptionMode", func(t *testing.T) {
+		t.Parallel()
+		a.pushN(t, "sub-qm", "p", "b", 2)
+		wantTxns(t, a.popMust(t, "/api/v1/pop/queue/sub-qm?subscriptionMode=new&subscriptionFrom=now"), "b-0", "b-1")
+	})
+
+	t.Run("subscriptionFrom=timestamp starts at the first message at or after it", func(t *testing.T) {
+		t.Parallel()
+		for k := range 3 {
+			a.pushN(t, "sub-ts", "p", fmt.Sprintf("s%d", k), 2)
+		}
+		at := db.segmentTimes(t, "sub-ts", "p")
+		if len(at) != 3 {
+			t.Fatalf("%d segments", len(at))
+		}
+		cases := []struct {
+			from time.Time
+			want []string
+		}{
+			{at[1], []string{"s1-0", "s1-1", "s2-0", "s2-1"}},                       // exactly a segment's time: included
+			{at[0].Add(time.Microsecond), []string{"s1-0", "s1-1", "s2-0", "s2-1"}}, // just after one: the next
+			{at[2].In(time.FixedZone("", 2*3600)), []string{"s2-0", "s2-1"}},        // any offset
+			{at[0], []string{"s0-0", "s0-1", "s1-0", "s1-1", "s2-0", "s2-1"}},
+		}
+		for i, c := range cases {
+			from := url.QueryEscape(c.from.Format(time.RFC3339Nano))
+			p := a.popMust(t, fmt.Sprintf("/api/v1/pop/queue/sub-ts?batch=10&consumerGroup=ts%d&subscriptionFrom=%s", i, from))
+			wantTxns(t, p, c.want...)
+		}
+	})
+
+	t.Run("new: partitions created after first contact are read from their start", func(t *testing.T) {
+		t.Parallel()
+		for _, route := range []string{"", "/partition/old"} {
+			queue := "sub-later" + map[string]string{"": "-wild", "/partition/old": "-pinned"}[route]
+			a.pushN(t, queue, "old", "old", 2)
+			a.pushN(t, queue, "untouched", "untouched", 2)
+			a.popEmpty(t, "/api/v1/pop/queue/"+queue+route+"?consumerGroup=g&subscriptionMode=new")
+			// The backlog of a partition the group had not touched yet predates the
+			// subscription too.
+			a.popEmpty(t, "/api/v1/pop/queue/"+queue+"/partition/untouched?consumerGroup=g&subscriptionMode=new")
+			a.pushN(t, queue, "later", "later", 2)
+			p := a.popMust(t, "/api/v1/pop/queue/"+queue+"?partitions=5&batch=10&consumerGroup=g&subscriptionMode=new")
+			wantTxns(t, p, "later-0", "later-1")
+		}
+	})
+
+	t.Run("existing cursors are never re-seeded", func(t *testing.T) {
+		t.Parallel()
+		a.pushN(t, "sub-keep", "p", "b", 3)
+		base := "/api/v1/pop/queue/sub-keep/partition/p?batch=1&consumerGroup="
+		// Started at the backlog: asking for "new" later does not skip the rest.
+		p := a.popMust(t, base+"from-all&subscriptionMode=all")
+		wantTxns(t, p, "b-0")
+		a.ackAll(t, p, "")
+		wantTxns(t, a.popMust(t, base+"from-all&subscriptionMode=new&subscriptionFrom=now"), "b-1")
+		// Started after the backlog: asking for "all" or an old timestamp later does not
+		// rewind.
+		a.popEmpty(t, base+"from-new&subscriptionMode=new")
+		a.popEmpty(t, base+"from-new&subscriptionMode=all")
+		a.popEmpty(t, base+"from-new&subscriptionFrom=2001-01-01T00:00:00Z")
+	})
+}
+
+func TestSubscriptionDefaultAll(t *testing.T) {
+	t.Parallel()
+	a := startApp(t, map[string]string{"DEFAULT_SUBSCRIPTION_MODE": "all"})
+	a.pushN(t, "backlog", "p", "b", 2)
+	wantTxns(t, a.popMust(t, "/api/v1/pop/queue/backlog?consumerGroup=g"), "b-0", "b-1")
+	a.popEmpty(t, "/api/v1/pop/queue/backlog?consumerGroup=h&subscriptionMode=new")
+}
