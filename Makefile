@@ -7,12 +7,13 @@ WIRE  := $(GO) run github.com/google/wire/cmd/wire@v0.7.0
 QUEEN_BENCH_SECONDS ?= 10
 export QUEEN_BENCH_SECONDS
 
-.PHONY: all build run test bench generate vet clean
+.PHONY: all build run test bench bench-pipeline generate vet clean
 
 all: build
 
 build:
 	$(GO) build -o $(BIN)/queen-server ./cmd/server
+	$(GO) build -o $(BIN)/queen-bench ./cmd/queen-bench
 
 run: build
 	./$(BIN)/queen-server
@@ -28,6 +29,12 @@ test:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./core/...
 	$(GO) test -run '^$$' -bench PushFusion -benchtime 1x -timeout 30m .
+
+# The ordered pipeline of seed 001 for 60 s against a broker on a fresh embedded
+# PostgreSQL; prints the verifier's verdict (PIPELINE_SECONDS, PIPELINE_RATE, ...: see the
+# script).
+bench-pipeline: build
+	./scripts/bench-pipeline.sh
 
 # Regenerate wire_gen.go from wire.go (commit the result).
 generate:

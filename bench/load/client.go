@@ -3,6 +3,7 @@ package load
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -217,4 +218,31 @@ func statusCode(line []byte) (int, error) {
 		return 0, fmt.Errorf("bad status line %q", line)
 	}
 	return code, nil
+}
+
+// WaitReady polls GET /health until the broker answers 200 or timeout passes.
+func WaitReady(ctx context.Context, base string, timeout time.Duration) error {
+	c, err := NewClient(base, 2*time.Second)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	deadline := time.Now().Add(timeout)
+	for {
+		code, _, err := c.Do("GET", "/health", nil)
+		if err == nil && code == 200 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			if err == nil {
+				err = fmt.Errorf("status %d", code)
+			}
+			return fmt.Errorf("load: broker at %s not ready after %s: %w", base, timeout, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }

@@ -72,6 +72,9 @@ func RunLatency(ctx context.Context, cfg LatencyConfig) (Summary, error) {
 			body := fmt.Appendf(nil, `{"t":%d}`, at.UnixNano())
 			bad, err := c.Push([]Item{{Queue: cfg.Queue, Partition: fmt.Sprintf("p%d", rand.IntN(cfg.Partitions)),
 				TransactionID: fmt.Sprintf("lat-%d", n), Payload: body}})
+			if ctx.Err() != nil && err != nil {
+				return nil // aborted at the end of the run
+			}
 			if err != nil || bad > 0 {
 				m.Add("errors", 1)
 				continue

@@ -109,7 +109,7 @@ func (p *pipeline) setup() error {
 	for i := range p.next {
 		p.next[i] = make([]int64, c.Entities)
 	}
-	if err := os.WriteFile(filepath.Join(c.Dir, "stages"), []byte(stageList(p.order)), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(c.Dir, verify.StagesFile), []byte(p.stageList()), 0o644); err != nil {
 		return fmt.Errorf("pipeline: %w", err)
 	}
 	cl, err := NewClient(c.URL, 30*time.Second)
@@ -128,17 +128,23 @@ func (p *pipeline) setup() error {
 	return nil
 }
 
-func stageList(names []string) string {
-	s := ""
-	for _, n := range names {
-		s += n + "\n"
+// stageList is the run directory's stages file: the table order, and each stage's
+// ground truth (its flow's produced file).
+func (p *pipeline) stageList() string {
+	s := "# stage produced-file\n"
+	for _, n := range p.order {
+		s += n + " " + producedFile(p.stages[n].flow) + "\n"
 	}
 	return s
 }
 
+// producedFile is the ground truth of one flow: the flows have separate producers and
+// entity sets, so a stage is checked against its own flow only.
+func producedFile(flowKey string) string { return "produced-" + flowKey + ".meta" }
+
 func (p *pipeline) addStage(key, queue, group, counter string) error {
 	name := queue + "_" + group
-	log, err := verify.NewStageLog(filepath.Join(p.cfg.Dir, name+".log"))
+	log, err := verify.NewStageLog(filepath.Join(p.cfg.Dir, name+verify.LogSuffix))
 	if err != nil {
 		return err
 	}
@@ -148,7 +154,7 @@ func (p *pipeline) addStage(key, queue, group, counter string) error {
 }
 
 func entityKey(flowKey string, e int) string { return fmt.Sprintf("%s.e%d", flowKey, e) }
-func partition(e int) string         { return fmt.Sprintf("e%d", e) }
+func partition(e int) string                 { return fmt.Sprintf("e%d", e) }
 
 // snapshot reads every counter.
 func (p *pipeline) snapshot() map[string]int64 {

@@ -133,7 +133,7 @@ func (p *pipeline) observe(st *stage, b *Batch, last bool) {
 		if pm.S == 0 {
 			st.seen0[pm.E].Store(true)
 		}
-		if last && pm.T > 0 {
+		if last && pm.S > 0 { // sequence 0 is the warm-up: its wait is not a latency
 			p.m.Latency(now.Sub(time.Unix(0, pm.T)))
 		}
 	}
@@ -317,25 +317,28 @@ func (p *pipeline) retreat(fi int, ev event) {
 	}
 }
 
-// finish closes the logs, writes produced.meta and verifies the run.
+// finish closes the logs, writes each flow's produced file and verifies the run.
 func (p *pipeline) finish() (verify.Report, error) {
-	produced := make(map[string]verify.Produced)
+	produced := make(map[string]map[string]verify.Produced)
 	for fi, f := range p.flows {
+		produced[f.key] = make(map[string]verify.Produced)
 		for e, next := range p.next[fi] {
-			produced[entityKey(f.key, e)] = verify.Produced{Base: 0, Max: next - 1}
+			produced[f.key][entityKey(f.key, e)] = verify.Produced{Base: 0, Max: next - 1}
+		}
+		if err := verify.WriteProduced(filepath.Join(p.cfg.Dir, producedFile(f.key)), produced[f.key]); err != nil {
+			return verify.Report{}, fmt.Errorf("pipeline: %w", err)
 		}
 	}
 	var stages []verify.Stage
 	for _, n := range p.order {
-		if err := p.stages[n].log.Close(); err != nil {
+		st := p.stages[n]
+		if err := st.log.Close(); err != nil {
 			return verify.Report{}, fmt.Errorf("pipeline: %w", err)
 		}
-		stages = append(stages, verify.Stage{Name: n, Path: filepath.Join(p.cfg.Dir, n+".log")})
+		stages = append(stages, verify.Stage{Name: n, Path: filepath.Join(p.cfg.Dir, n+verify.LogSuffix),
+			Produced: produced[st.flow]})
 	}
-	if err := verify.WriteProduced(filepath.Join(p.cfg.Dir, "produced.meta"), produced); err != nil {
-		return verify.Report{}, fmt.Errorf("pipeline: %w", err)
-	}
-	return verify.Check(produced, stages, verify.Options{AckErrors: p.m.Get("ackErr")})
+	return verify.Check(nil, stages, verify.Options{AckErrors: p.m.Get("ackErr")})
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) {
