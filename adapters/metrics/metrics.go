@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"context"
 	"net/http"
 	"runtime"
 	"time"
@@ -19,6 +20,8 @@ type Sources struct {
 	Push      func() push.Stats
 	PushLimit func() int
 	PoolStats func() (total, idle, acquired int32)
+	// DBCommits, when set, reads the database's committed transactions (all clients).
+	DBCommits func(context.Context) (int64, error)
 }
 
 // Handler returns the /metrics/prometheus handler over a private registry.
@@ -65,6 +68,18 @@ func Handler(src Sources) http.Handler {
 	gauge("queen_db_pool_size", "Open database connections.", nil, pool(func(t, _, _ int32) int32 { return t }))
 	gauge("queen_db_pool_idle", "Idle database connections.", nil, pool(func(_, i, _ int32) int32 { return i }))
 	gauge("queen_db_pool_active", "Database connections in use.", nil, pool(func(_, _, a int32) int32 { return a }))
+	if src.DBCommits != nil {
+		counter("queen_db_commits_total", "Transactions committed in the broker's PostgreSQL database by every client (pg_stat_database.xact_commit; -1 when unreadable).", nil,
+			func() float64 {
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+				defer cancel()
+				n, err := src.DBCommits(ctx)
+				if err != nil {
+					return -1
+				}
+				return float64(n)
+			})
+	}
 	reg.MustRegister(collectors.NewGoCollector())
 	h := promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -167,3 +167,14 @@ func translate(op string, err error) error {
 	// Connection refused, reset, closed pool...: the database is not reachable.
 	return fmt.Errorf("postgres: %s: %w: %w", op, ports.ErrUnavailable, err)
 }
+
+// Commits returns PostgreSQL's count of committed transactions in this database
+// (pg_stat_database.xact_commit, every client's, flushed by each backend about once a
+// second): operators and the load tool derive commits/s from it.
+func (s *Store) Commits(ctx context.Context) (int64, error) {
+	var n int64
+	err := s.run(ctx, "commits", func(ctx context.Context, c *pgxpool.Conn) error {
+		return c.QueryRow(ctx, `SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()`).Scan(&n)
+	})
+	return n, err
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/url"
 	"strconv"
+	"strings"
 )
 
 // Item is one message to push.
@@ -215,4 +216,22 @@ func (c *Client) Configure(queue string, options map[string]any) error {
 		return statusErr("configure", code, resp)
 	}
 	return nil
+}
+
+// Scrape reads one unlabelled sample from GET /metrics/prometheus; ok is false when the
+// broker does not expose it (not every Queen-compatible broker does).
+func (c *Client) Scrape(name string) (v float64, ok bool) {
+	code, body, err := c.Do("GET", "/metrics/prometheus", nil)
+	if err != nil || code != 200 {
+		return 0, false
+	}
+	for line := range strings.SplitSeq(string(body), "\n") {
+		rest, found := strings.CutPrefix(line, name+" ")
+		if !found {
+			continue
+		}
+		v, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
+		return v, err == nil && v >= 0
+	}
+	return 0, false
 }

@@ -179,4 +179,7 @@ func (p *pipeline) figures(s *Summary, mark, end map[string]int64, measured time
 		"delivered_per_s": delivered / sec,
 		"pass":            rep.Pass,
 	}
+	if _, ok := end["dbCommits"]; ok {
+		s.Extra["pg_commits_per_s"] = d("dbCommits") / sec
+	}
 }

@@ -54,10 +54,14 @@ func (p *pipeline) run(ctx context.Context) (Summary, verify.Report, error) {
 	case <-ctx.Done():
 	}
 	mark := p.snapshot()
+	c0, okc := p.dbCommits()
 	t0 := time.Now()
 	pwg.Wait()
 	measured := time.Since(t0)
 	end := p.snapshot()
+	if c1, ok := p.dbCommits(); ok && okc {
+		end["dbCommits"], mark["dbCommits"] = int64(c1), int64(c0)
+	}
 	fmt.Fprintf(c.Out, "pipeline: cutoff; draining for %s\n", c.Drain)
 	select {
 	case <-time.After(c.Drain):
@@ -339,6 +343,16 @@ func (p *pipeline) finish() (verify.Report, error) {
 			Produced: produced[st.flow]})
 	}
 	return verify.Check(nil, stages, verify.Options{AckErrors: p.m.Get("ackErr")})
+}
+
+// dbCommits scrapes the broker's PostgreSQL commit counter, when it exposes one.
+func (p *pipeline) dbCommits() (float64, bool) {
+	cl, err := NewClient(p.cfg.URL, 5*time.Second)
+	if err != nil {
+		return 0, false
+	}
+	defer cl.Close()
+	return cl.Scrape("queen_db_commits_total")
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) {
