@@ -46,9 +46,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	var common load.Common
 	common.Out = stdout
+	var ready time.Duration
 	addCommon := func(d time.Duration) {
 		fs.StringVar(&common.URL, "url", "http://localhost:6632", "broker base URL")
 		fs.DurationVar(&common.Duration, "duration", d, "length of the measured phase")
+		fs.DurationVar(&ready, "ready-timeout", 0, "first wait up to this long for GET /health to answer 200")
 	}
 	var runMode func() (int, error)
 	switch mode {
@@ -161,6 +163,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return 0
 		}
 		return 2
+	}
+	if ready > 0 {
+		if err := load.WaitReady(ctx, common.URL, ready); err != nil {
+			fmt.Fprintf(stderr, "queen-bench %s: %v\n", mode, err)
+			return 2
+		}
 	}
 	code, err := runMode()
 	if err != nil {
