@@ -1,0 +1,67 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/queen-go/queen/bench/verify"
+)
+
+// writeRun writes a one-stage run directory whose log holds lines.
+func writeRun(t *testing.T, lines string) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := verify.WriteProduced(filepath.Join(dir, verify.ProducedFile),
+		map[string]verify.Produced{"A.e0": {Max: 3}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "q_g.log"), []byte(lines), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func TestRunExitCodes(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		args func(t *testing.T) []string
+		code int
+		out  string
+	}{
+		{"no mode", func(*testing.T) []string { return nil }, 2, "usage"},
+		{"help", func(*testing.T) []string { return []string{"-h"} }, 0, "usage"},
+		{"unknown mode", func(*testing.T) []string { return []string{"bogus"} }, 2, "unknown mode"},
+		{"bad flag", func(*testing.T) []string { return []string{"push", "-conns", "x"} }, 2, "invalid value"},
+		{"verify without dir", func(*testing.T) []string { return []string{"verify"} }, 2, "-dir is required"},
+		{"verify pass", func(t *testing.T) []string {
+			return []string{"verify", "-dir", writeRun(t, "A.e0 0\nA.e0 1\nA.e0 1\nA.e0 2\n")}
+		}, 0, "VERDICT: PASS"},
+		{"verify gap fails", func(t *testing.T) []string {
+			return []string{"verify", "-dir", writeRun(t, "A.e0 0\nA.e0 2\n")}
+		}, 1, "VERDICT: FAIL"},
+		{"verify order violation fails", func(t *testing.T) []string {
+			return []string{"verify", "-dir", writeRun(t, "A.e0 1\nA.e0 0\n")}
+		}, 1, "VERDICT: FAIL"},
+		{"order violation with ack errors passes", func(t *testing.T) []string {
+			return []string{"verify", "-ack-errors", "1", "-dir", writeRun(t, "A.e0 1\nA.e0 0\n")}
+		}, 0, "VERDICT: PASS"},
+		{"unreachable broker", func(*testing.T) []string {
+			return []string{"push", "-url", "http://127.0.0.1:1", "-ready-timeout", "1ms"}
+		}, 2, "not ready"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var out, errb bytes.Buffer
+			code := run(tt.args(t), &out, &errb)
+			all := out.String() + errb.String()
+			if code != tt.code || !strings.Contains(all, tt.out) {
+				t.Fatalf("exit %d (want %d), output:\n%s", code, tt.code, all)
+			}
+		})
+	}
+}
