@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/url"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -164,6 +165,19 @@ func TestSubscriptions(t *testing.T) {
 			a.pushN(t, queue, "later", "later", 2)
 			p := a.popMust(t, "/api/v1/pop/queue/"+queue+"?partitions=5&batch=10&consumerGroup=g&subscriptionMode=new")
 			wantTxns(t, p, "later-0", "later-1")
+		}
+	})
+
+	t.Run("new: the first pop of an empty queue subscribes the group", func(t *testing.T) {
+		t.Parallel()
+		for _, queue := range []string{"sub-empty-wild", "sub-empty-pinned"} {
+			path := "/api/v1/pop/queue/" + queue + "?consumerGroup=g"
+			if strings.HasSuffix(queue, "pinned") {
+				path = "/api/v1/pop/queue/" + queue + "/partition/p?consumerGroup=g"
+			}
+			a.popEmpty(t, path)
+			a.pushN(t, queue, "p", "n", 2)
+			wantTxns(t, a.popMust(t, path), "n-0", "n-1")
 		}
 	})
 

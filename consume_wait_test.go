@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"reflect"
@@ -105,6 +106,38 @@ func TestVisibility(t *testing.T) {
 	})
 }
 
+func TestVisibilityDoesNotStarveQuietPartitions(t *testing.T) {
+	t.Parallel()
+	a := startApp(t, nil)
+	db := openPushLogDB(t, a)
+	// A wildcard pop looks at a bounded number of candidate partitions, most recently
+	// written first; the partitions a visibility rule hides are exactly the recently
+	// written ones, and must not crowd out an older one that is deliverable.
+	tests := []struct{ name, queue, set string }{
+		{"windowBuffer", "crowd-window", "window_buffer = 2"},
+		{"delayedProcessing", "crowd-delay", "delayed_processing = 2"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			db.configure(t, tt.queue, tt.set)
+			a.pushN(t, tt.queue, "quiet", "quiet", 1)
+			eventually(t, 5*time.Second, "the quiet partition never became deliverable", func() bool {
+				return db.count(t, `SELECT count(*) FROM queen.log_segments s JOIN queen.log_partitions p ON p.id = s.partition_id
+					JOIN queen.queues q ON q.id = p.queue_id
+					WHERE q.name = $1 AND s.created_at < clock_timestamp() - interval '2.1 seconds'`, tt.queue) == 1
+			})
+			items := make([]map[string]any, 40)
+			for i := range items {
+				items[i] = map[string]any{"queue": tt.queue, "partition": fmt.Sprintf("busy%d", i), "payload": i}
+			}
+			a.push(t, items...)
+			p := a.popMust(t, "/api/v1/pop/queue/"+tt.queue+"?partitions=1")
+			wantTxns(t, p, "quiet-0")
+		})
+	}
+}
+
 func TestLongPoll(t *testing.T) {
 	t.Parallel()
 	// Re-checks so slow that only a wake-up can answer a parked pop quickly.
@@ -162,6 +195,31 @@ func TestLongPoll(t *testing.T) {
 			}
 		})
 	}
+
+	t.Run("a parked new-only group gets the message that wakes it", func(t *testing.T) {
+		t.Parallel()
+		done := make(chan *popResp, 1)
+		go func() {
+			code, body, err := getCtx(context.Background(), a, "/api/v1/pop/queue/lp-group?wait=true&timeout=5000&consumerGroup=g&subscriptionMode=new")
+			var p popResp
+			if err != nil || code != http.StatusOK || json.Unmarshal(body, &p) != nil {
+				t.Errorf("parked pop: %d %s %v", code, body, err)
+				done <- nil
+				return
+			}
+			done <- &p
+		}()
+		eventually(t, 3*time.Second, "the pop never reached the database", func() bool { return db.queueExists(t, "lp-group") })
+		a.pushN(t, "lp-group", "Default", "n", 1)
+		select {
+		case p := <-done:
+			if p != nil {
+				wantTxns(t, p, "n-0")
+			}
+		case <-time.After(6 * time.Second):
+			t.Fatal("the parked pop never answered")
+		}
+	})
 
 	t.Run("a client that leaves while parked claims nothing", func(t *testing.T) {
 		t.Parallel()

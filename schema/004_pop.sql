@@ -109,7 +109,17 @@ DECLARE
     v_attempt    integer;
     v_lease      integer;
     v_expires    timestamptz;
+    v_froms      timestamptz[];
 BEGIN
+    -- A named group subscribes to each queue it pops at its first contact with the
+    -- queue, not with a partition: a first pop that finds no partition at all (the
+    -- consumer started before the producer) must still make the group read everything
+    -- pushed after it, in partitions that do not exist yet.
+    IF NOT v_queue_mode THEN
+        SELECT array_agg(queen.log_group_from_v1(u.qid, p_group, p_sub_mode, p_sub_from) ORDER BY u.ord)
+          INTO v_froms FROM unnest(p_queue_ids) WITH ORDINALITY AS u(qid, ord);
+    END IF;
+
     IF p_partition IS NOT NULL THEN
         SELECT array_agg(lp.id) INTO v_cands FROM queen.log_partitions lp
          WHERE lp.queue_id = p_queue_ids[1] AND lp.name = p_partition;
@@ -120,9 +130,15 @@ BEGIN
         -- (the quantised last-write index), random among equals so consumers spread;
         -- only partitions with something after this group's cursor and no live lease.
         -- Over-fetch: some candidates are lost to concurrent pops before we lock them.
+        -- Partitions that windowBuffer or delayedProcessing certainly hide are left out
+        -- here, not only in the loop: they are the most recently written ones, so they
+        -- would fill the bounded candidate list and starve older deliverable partitions.
+        -- last_write_at lags the last write by at most a second (002_push.sql), so the
+        -- window test on it only drops partitions the exact test below would skip too.
         SELECT array_agg(x.id) INTO v_cands FROM (
             SELECT lp.id
               FROM queen.log_partitions lp
+              JOIN queen.queues q ON q.id = lp.queue_id
               LEFT JOIN queen.log_consumers lc
                 ON lc.partition_id = lp.id AND lc.consumer_group = p_group
              WHERE lp.queue_id = ANY (p_queue_ids)
@@ -130,6 +146,14 @@ BEGIN
                AND (lc.partition_id IS NULL
                     OR (lc.committed < lp.last_offset
                         AND (lc.lease_expires_at IS NULL OR lc.lease_expires_at <= v_now)))
+               AND (q.window_buffer <= 0
+                    OR lp.last_write_at <= v_now - make_interval(secs => q.window_buffer))
+               AND (q.delayed_processing <= 0
+                    OR (SELECT s.created_at FROM queen.log_segments s
+                         WHERE s.partition_id = lp.id
+                           AND s.base_offset <= greatest(coalesce(lc.committed, -1), lp.log_start - 1) + 1
+                         ORDER BY s.base_offset DESC LIMIT 1)
+                       <= v_now - make_interval(secs => q.delayed_processing))
              ORDER BY lp.last_write_at DESC, random()
              LIMIT 4 * greatest(p_max_parts, 1) + 8) x;
     END IF;
@@ -163,7 +187,7 @@ BEGIN
                 hashtextextended('queen.consumer:' || v_pid::text || ':' || p_group, 0));
             v_committed := p.log_start - 1;
             IF NOT v_queue_mode THEN
-                v_from := queen.log_group_from_v1(p.queue_id, p_group, p_sub_mode, p_sub_from);
+                v_from := v_froms[array_position(p_queue_ids, p.queue_id)];
                 IF v_from IS NOT NULL THEN
                     SELECT greatest(s.base_offset + s.msg_count - 1, p.log_start - 1) INTO v_committed
                       FROM queen.log_segments s
