@@ -1,0 +1,95 @@
+package maintenance
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/queen-go/queen/ports"
+)
+
+// fakeState is an in-memory ports.SystemState that can be made unreadable.
+type fakeState struct {
+	mu    sync.Mutex
+	flags map[string]bool
+	down  bool
+}
+
+func (s *fakeState) Flags(context.Context) (map[string]bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.down {
+		return nil, errors.New("database down")
+	}
+	out := make(map[string]bool)
+	for k, v := range s.flags {
+		out[k] = v
+	}
+	return out, nil
+}
+
+func (s *fakeState) SetFlag(_ context.Context, k string, on bool) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.down {
+		return errors.New("database down")
+	}
+	s.flags[k] = on
+	return nil
+}
+
+func (s *fakeState) set(k string, on, down bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.flags[k], s.down = on, down
+}
+
+func TestFlags(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		st := &fakeState{flags: map[string]bool{ports.MaintenancePop: true}}
+		var changes []string
+		f := New(context.Background(), st, Options{Refresh: time.Second, Changed: func(k string, on bool) {
+			if on {
+				changes = append(changes, k+"=on")
+			} else {
+				changes = append(changes, k+"=off")
+			}
+		}})
+		f.Start()
+		defer f.Close()
+		if f.Push() || !f.Pop() {
+			t.Fatalf("initial flags push=%v pop=%v", f.Push(), f.Pop())
+		}
+		// Set applies at once on this broker.
+		if err := f.Set(context.Background(), ports.MaintenancePush, true); err != nil || !f.Push() {
+			t.Fatalf("Set: %v, push=%v", err, f.Push())
+		}
+		// Another broker turns pop maintenance off: seen within one refresh.
+		st.set(ports.MaintenancePop, false, false)
+		time.Sleep(1500 * time.Millisecond)
+		if f.Pop() {
+			t.Fatal("pop maintenance still on after a refresh")
+		}
+		// The database goes away: the last known flags stay in force.
+		st.set(ports.MaintenancePop, false, true)
+		time.Sleep(3 * time.Second)
+		if !f.Push() {
+			t.Fatal("push maintenance lost while the database is unreadable")
+		}
+		if err := f.Set(context.Background(), ports.MaintenancePush, false); err == nil || !f.Push() {
+			t.Fatalf("Set with the database down: err %v, push=%v (want an error and no change)", err, f.Push())
+		}
+		if err := f.Set(context.Background(), "bogus", true); err == nil {
+			t.Fatal("unknown flag accepted")
+		}
+		// The first read is a change too (from off), so a flag on at start is announced.
+		want := []string{"pop_maintenance_mode=on", "maintenance_mode=on", "pop_maintenance_mode=off"}
+		if len(changes) != len(want) || changes[0] != want[0] || changes[1] != want[1] || changes[2] != want[2] {
+			t.Fatalf("changes %v, want %v", changes, want)
+		}
+	})
+}
