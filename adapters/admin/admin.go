@@ -1,0 +1,129 @@
+package admin
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect/pgdialect"
+
+	"github.com/queen-go/queen/ports"
+)
+
+// Options tunes an Admin; zero values take the defaults in brackets.
+type Options struct {
+	StatementTimeout time.Duration // [30s] DB_STATEMENT_TIMEOUT
+	// Discard closes the driver connection under a database/sql connection whose
+	// statement timed out or was cancelled (see sql.Conn.Raw; adapters/postgres
+	// DiscardConn). [nil: the connection goes back to the pool]
+	Discard func(driverConn any) error
+	Logger  *slog.Logger
+}
+
+func (o *Options) defaults() {
+	if o.StatementTimeout <= 0 {
+		o.StatementTimeout = 30 * time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+}
+
+// Admin implements ports.QueueAdmin on PostgreSQL.
+type Admin struct {
+	db   *bun.DB
+	opts Options
+}
+
+var _ ports.QueueAdmin = (*Admin)(nil)
+
+// New returns an Admin querying db (a handle on a PostgreSQL database with the broker's
+// schema applied).
+func New(db *sql.DB, opts Options) *Admin {
+	opts.defaults()
+	return &Admin{db: bun.NewDB(db, pgdialect.New()), opts: opts}
+}
+
+// run executes fn on a dedicated connection under the statement timeout. A connection
+// whose statement timed out or was cancelled is discarded, not returned to the pool.
+func (a *Admin) run(ctx context.Context, op string, fn func(context.Context, bun.Conn) error) error {
+	ctx, cancel := context.WithTimeout(ctx, a.opts.StatementTimeout)
+	defer cancel()
+	c, err := a.db.Conn(ctx)
+	if err != nil {
+		return translate(op+": acquire", err)
+	}
+	err = fn(ctx, c)
+	if err != nil && (ctx.Err() != nil || sqlState(err) == "57014") && a.opts.Discard != nil {
+		a.opts.Logger.Warn("admin: statement cancelled, discarding its connection", "op", op, "err", err)
+		_ = c.Raw(a.opts.Discard) // reports driver.ErrBadConn by design
+	}
+	_ = c.Close()
+	return translate(op, err)
+}
+
+// inTx runs fn in a transaction on c; the statements inside run under ctx. The
+// transaction itself is begun without ctx's deadline: database/sql rolls a transaction
+// back and releases its connection on its own the moment its context ends, which would
+// hand a connection whose statement was just cancelled back to the pool before run could
+// discard it.
+func inTx(ctx context.Context, c bun.Conn, fn func(bun.Tx) error) error {
+	tx, err := c.BeginTx(context.WithoutCancel(ctx), nil)
+	if err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}
+
+// sqlState returns the SQLSTATE of a PostgreSQL error ("" for other errors). The driver's
+// error type is not named here (no pgx in this package): it exposes SQLState().
+func sqlState(err error) string {
+	var st interface{ SQLState() string }
+	if errors.As(err, &st) {
+		return st.SQLState()
+	}
+	return ""
+}
+
+// retryable reports a transaction PostgreSQL aborted to resolve a conflict with another
+// (deadlock, serialization failure): running it again may succeed.
+func retryable(err error) bool {
+	s := sqlState(err)
+	return s == "40P01" || s == "40001"
+}
+
+// translate maps a database error onto the ports sentinels, once, at the adapter edge.
+func translate(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if s := sqlState(err); s != "" {
+		switch {
+		case s == "57014":
+			return fmt.Errorf("admin: %s: %w: %w", op, ports.ErrTimeout, err)
+		case s == "40P01" || s == "40001":
+			return fmt.Errorf("admin: %s: %w: %w", op, ports.ErrConflict, err)
+		case s == "22023" || s == "P0002":
+			return fmt.Errorf("admin: %s: %w: %w", op, ports.ErrInvalid, err)
+		case len(s) == 5 && (s[:2] == "08" || s[:2] == "53" || s[:2] == "57" || s[:2] == "58"):
+			return fmt.Errorf("admin: %s: %w: %w", op, ports.ErrUnavailable, err)
+		}
+		return fmt.Errorf("admin: %s: %w", op, err)
+	}
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("admin: %s: %w: %w", op, ports.ErrTimeout, err)
+	case errors.Is(err, context.Canceled):
+		return fmt.Errorf("admin: %s: %w", op, err)
+	}
+	// Connection refused, reset, closed pool...: the database is not reachable.
+	return fmt.Errorf("admin: %s: %w: %w", op, ports.ErrUnavailable, err)
+}

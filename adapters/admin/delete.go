@@ -1,0 +1,71 @@
+package admin
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+
+	"github.com/uptrace/bun"
+)
+
+// deleteAttempts bounds the runs of a queue deletion that PostgreSQL aborted to resolve
+// a deadlock with a concurrent transaction.
+const deleteAttempts = 3
+
+// DeleteQueue implements ports.QueueAdmin (see doc.go for the lock order).
+func (a *Admin) DeleteQueue(ctx context.Context, tenant, queue string) (bool, error) {
+	var existed bool
+	var err error
+	for range deleteAttempts {
+		err = a.run(ctx, "delete queue", func(ctx context.Context, c bun.Conn) error {
+			return inTx(ctx, c, func(tx bun.Tx) error {
+				var e error
+				existed, e = deleteQueue(ctx, tx, tenant, queue)
+				return e
+			})
+		})
+		if err == nil || !retryable(err) {
+			break
+		}
+		a.opts.Logger.Info("admin: queue deletion collided with a concurrent transaction, retrying", "queue", queue, "err", err)
+	}
+	if err != nil {
+		return false, err
+	}
+	return existed, nil
+}
+
+func deleteQueue(ctx context.Context, tx bun.Tx, tenant, queue string) (bool, error) {
+	// The queue row first: partitions are created under a key-share lock of it, so none
+	// can appear while it is held, and the partition list below is complete.
+	var qid string
+	err := tx.NewSelect().Table("queen.queues").Column("id").
+		Where("tenant_id = ?::uuid AND name = ?", tenant, queue).For("UPDATE").
+		Scan(ctx, &qid)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	var pids []string
+	if err := tx.NewSelect().Table("queen.log_partitions").Column("id").
+		Where("queue_id = ?::uuid", qid).OrderExpr("id").For("UPDATE").
+		Scan(ctx, &pids); err != nil {
+		return false, err
+	}
+	if len(pids) > 0 {
+		// No foreign key ties these to their partition (the hot path would pay for it on
+		// every insert): they go explicitly, before the partitions they belong to.
+		for _, table := range []string{"queen.log_segments", "queen.log_txns"} {
+			if _, err := tx.NewDelete().TableExpr(table).
+				Where("partition_id IN (?)", bun.In(pids)).Exec(ctx); err != nil {
+				return false, err
+			}
+		}
+	}
+	if _, err := tx.NewDelete().TableExpr("queen.queues").Where("id = ?::uuid", qid).Exec(ctx); err != nil {
+		return false, err
+	}
+	return true, nil
+}

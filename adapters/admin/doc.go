@@ -1,0 +1,22 @@
+// Package admin is the PostgreSQL adapter of the administrative queries (bun over
+// database/sql): queue configuration, queue deletion and the dead-letter listing. It
+// implements ports.QueueAdmin. The hot path (push, pop, ack) stays in adapters/postgres on
+// pgx; this package is the only one that imports bun, and it never imports pgx: it is
+// handed a *sql.DB (adapters/postgres Store.DB) built on the same pool.
+//
+// Invariants:
+//
+//   - Every call runs under StatementTimeout on one dedicated connection. A call whose
+//     deadline passed or whose statement was cancelled hands its connection to
+//     Options.Discard, so it is closed rather than reused (design.md §9).
+//   - Configure is one INSERT ... ON CONFLICT DO UPDATE: creation and merge are atomic,
+//     and two concurrent merges of different options both take effect.
+//   - DeleteQueue takes the queue row, then its partition rows in ascending id (the
+//     global lock order), deletes the segments and hash sidecar rows of those partitions
+//     (they have no foreign key), then the queue row, whose foreign keys cascade to the
+//     partitions, cursors, subscriptions and dead letters; all in one transaction. It is
+//     retried a few times on a deadlock or serialization failure (the ack path takes a
+//     cursor row before the partition it references).
+//   - Database errors are translated here, once, into the ports sentinels, wrapped with
+//     the operation and the original error.
+package admin

@@ -1,0 +1,115 @@
+package ports
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// QueueOption names one configuration option of a queue (api.md §5.6). Options combine
+// into a set (a bit mask), which says which options a Configure call sets.
+type QueueOption uint32
+
+// The 21 options of api.md §5.6, in the order of its table.
+const (
+	OptNamespace QueueOption = 1 << iota
+	OptTask
+	OptPriority
+	OptLeaseTime
+	OptRetryLimit
+	OptRetryDelay
+	OptMaxSize
+	OptTTL
+	OptDeadLetterQueue
+	OptDLQAfterMaxRetries
+	OptDelayedProcessing
+	OptWindowBuffer
+	OptRetentionSeconds
+	OptCompletedRetentionSeconds
+	OptRetentionEnabled
+	OptEncryptionEnabled
+	OptMaxWaitTimeSeconds
+	OptMinPopWaitTime
+	OptDedupWindowSeconds
+	OptRetentionSinkHold
+	OptRetentionSinkHoldMaxSeconds
+
+	// AllQueueOptions is the set of every option (replace mode).
+	AllQueueOptions = OptRetentionSinkHoldMaxSeconds<<1 - 1
+)
+
+// Has reports whether the set o contains every option of x.
+func (o QueueOption) Has(x QueueOption) bool { return o&x == x }
+
+// QueueConfig is a queue's identity and the value of every option. Integer options are
+// stored as PostgreSQL integers: callers keep them within int32.
+type QueueConfig struct {
+	ID   string // assigned by the store
+	Name string
+
+	Namespace, Task             string
+	Priority                    int
+	LeaseTime                   int // seconds
+	RetryLimit                  int
+	RetryDelay                  int // milliseconds
+	MaxSize                     int
+	TTL                         int // seconds
+	DeadLetterQueue             bool
+	DLQAfterMaxRetries          bool
+	DelayedProcessing           int // seconds
+	WindowBuffer                int // seconds
+	RetentionSeconds            int
+	CompletedRetentionSeconds   int
+	RetentionEnabled            bool
+	EncryptionEnabled           bool
+	MaxWaitTimeSeconds          int
+	MinPopWaitTime              int // milliseconds
+	DedupWindowSeconds          int
+	RetentionSinkHold           string
+	RetentionSinkHoldMaxSeconds int
+}
+
+// DeadLetterFilter selects dead letters; empty strings select everything.
+type DeadLetterFilter struct {
+	Queue         string
+	ConsumerGroup string
+	Limit, Offset int
+}
+
+// DeadLetter is one dead-letter row: the message is frame FrameIndex of Blob, a copy of
+// the segment that held it (layout in core/segment).
+type DeadLetter struct {
+	ID            string
+	Queue         string
+	Partition     string
+	PartitionID   string
+	ConsumerGroup string
+	Offset        int64
+	TransactionID string
+	ErrorMessage  *string // nil when none was recorded
+	RetryCount    int
+	CreatedAt     time.Time // commit time of the message
+	FailedAt      time.Time
+	FrameIndex    int
+	Blob          []byte
+}
+
+// QueueAdmin is the administrative side of queues: configuration, deletion and the
+// dead-letter listing. Every method is scoped to one tenant.
+type QueueAdmin interface {
+	// Configure creates the queue named cfg.Name with cfg's values or, when it exists,
+	// sets the options in set to cfg's values and keeps the others; either way the queue
+	// is marked configured. It returns the stored row, in one atomic step.
+	Configure(ctx context.Context, tenant string, cfg QueueConfig, set QueueOption) (QueueConfig, error)
+	// DeleteQueue deletes the queue with its partitions, segments, hash sidecar, cursors,
+	// subscriptions and dead letters, in one transaction. existed is false when there was
+	// no such queue (nothing was deleted).
+	DeleteQueue(ctx context.Context, tenant, queue string) (existed bool, err error)
+	// DeadLetters lists dead letters, newest failure first.
+	DeadLetters(ctx context.Context, tenant string, f DeadLetterFilter) ([]DeadLetter, error)
+}
+
+// ErrConflict: the store gave up on a transaction that kept colliding with concurrent
+// ones (deadlock or serialization failure, retried a few times); trying again later may
+// succeed.
+var ErrConflict = errors.New("conflicting concurrent transaction")
