@@ -1,0 +1,242 @@
+package queues
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"regexp"
+	"strings"
+
+	"github.com/queen-go/queen/core/names"
+	"github.com/queen-go/queen/ports"
+)
+
+// Modes of a configure request.
+const (
+	ModeMerge   = "merge"
+	ModeReplace = "replace"
+)
+
+// Request is one configure call.
+type Request struct {
+	Queue string
+	// Mode is ModeMerge (also when "") or ModeReplace; anything else is refused, and
+	// quoted in the error as given.
+	Mode string
+	// Options maps option names (api.md §5.6) to their JSON values; JSON null resets an
+	// option to its default. Unknown names are ignored, as Queen ignores them.
+	Options map[string]json.RawMessage
+}
+
+// Clamping bounds and sink rules of api.md §5.6.
+const (
+	MaxMinPopWaitTime              = 60000
+	MinRetentionSinkHoldMaxSeconds = 60
+	MaxRetentionSinkHoldMaxSeconds = 31536000
+)
+
+var sinkHold = regexp.MustCompile(`^[A-Za-z0-9._-]{0,64}$`)
+
+// option describes one configuration option: its wire name, its bit, and where its value
+// lives in a QueueConfig (a *string, *int or *bool).
+type option struct {
+	name  string
+	bit   ports.QueueOption
+	field func(*ports.QueueConfig) any
+}
+
+// Options lists the 21 options in the order of api.md §5.6.
+var options = []option{
+	{"namespace", ports.OptNamespace, func(c *ports.QueueConfig) any { return &c.Namespace }},
+	{"task", ports.OptTask, func(c *ports.QueueConfig) any { return &c.Task }},
+	{"priority", ports.OptPriority, func(c *ports.QueueConfig) any { return &c.Priority }},
+	{"leaseTime", ports.OptLeaseTime, func(c *ports.QueueConfig) any { return &c.LeaseTime }},
+	{"retryLimit", ports.OptRetryLimit, func(c *ports.QueueConfig) any { return &c.RetryLimit }},
+	{"retryDelay", ports.OptRetryDelay, func(c *ports.QueueConfig) any { return &c.RetryDelay }},
+	{"maxSize", ports.OptMaxSize, func(c *ports.QueueConfig) any { return &c.MaxSize }},
+	{"ttl", ports.OptTTL, func(c *ports.QueueConfig) any { return &c.TTL }},
+	{"deadLetterQueue", ports.OptDeadLetterQueue, func(c *ports.QueueConfig) any { return &c.DeadLetterQueue }},
+	{"dlqAfterMaxRetries", ports.OptDLQAfterMaxRetries, func(c *ports.QueueConfig) any { return &c.DLQAfterMaxRetries }},
+	{"delayedProcessing", ports.OptDelayedProcessing, func(c *ports.QueueConfig) any { return &c.DelayedProcessing }},
+	{"windowBuffer", ports.OptWindowBuffer, func(c *ports.QueueConfig) any { return &c.WindowBuffer }},
+	{"retentionSeconds", ports.OptRetentionSeconds, func(c *ports.QueueConfig) any { return &c.RetentionSeconds }},
+	{"completedRetentionSeconds", ports.OptCompletedRetentionSeconds, func(c *ports.QueueConfig) any { return &c.CompletedRetentionSeconds }},
+	{"retentionEnabled", ports.OptRetentionEnabled, func(c *ports.QueueConfig) any { return &c.RetentionEnabled }},
+	{"encryptionEnabled", ports.OptEncryptionEnabled, func(c *ports.QueueConfig) any { return &c.EncryptionEnabled }},
+	{"maxWaitTimeSeconds", ports.OptMaxWaitTimeSeconds, func(c *ports.QueueConfig) any { return &c.MaxWaitTimeSeconds }},
+	{"minPopWaitTime", ports.OptMinPopWaitTime, func(c *ports.QueueConfig) any { return &c.MinPopWaitTime }},
+	{"dedupWindowSeconds", ports.OptDedupWindowSeconds, func(c *ports.QueueConfig) any { return &c.DedupWindowSeconds }},
+	{"retentionSinkHold", ports.OptRetentionSinkHold, func(c *ports.QueueConfig) any { return &c.RetentionSinkHold }},
+	{"retentionSinkHoldMaxSeconds", ports.OptRetentionSinkHoldMaxSeconds, func(c *ports.QueueConfig) any { return &c.RetentionSinkHoldMaxSeconds }},
+}
+
+// IsOption reports whether name is one of the 21 configuration options.
+func IsOption(name string) bool {
+	for _, o := range options {
+		if o.name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// Defaults returns the configuration a queue named name gets when nothing is configured
+// (api.md §5.6): a dotted name "ns.task..." defaults namespace and task to its first two
+// parts, as when a push creates the queue.
+func Defaults(name string) ports.QueueConfig {
+	c := ports.QueueConfig{
+		Name: name, LeaseTime: 300, RetryLimit: 3, RetryDelay: 1000, TTL: 3600,
+		DeadLetterQueue: true, DLQAfterMaxRetries: true, DedupWindowSeconds: 3600,
+		RetentionSinkHoldMaxSeconds: 604800,
+	}
+	if strings.Contains(name, ".") {
+		parts := strings.SplitN(name, ".", 3)
+		c.Namespace, c.Task = parts[0], parts[1]
+	}
+	return c
+}
+
+// Configure validates req, stores it and returns the queue's stored configuration.
+func (s *Service) Configure(ctx context.Context, tenant string, req Request) (ports.QueueConfig, error) {
+	cfg, set, err := Resolve(req)
+	if err != nil {
+		return ports.QueueConfig{}, err
+	}
+	stored, err := s.store.Configure(ctx, tenant, cfg, set)
+	if err != nil {
+		return ports.QueueConfig{}, fmt.Errorf("configure: %w", err)
+	}
+	s.opts.Invalidate(tenant, req.Queue)
+	return stored, nil
+}
+
+// Resolve turns a request into what the store applies: the complete configuration of a
+// new queue (defaults overlaid with the request) and the set of options an existing
+// queue takes from it. It returns an *InputError for a request it refuses.
+func Resolve(req Request) (ports.QueueConfig, ports.QueueOption, error) {
+	if req.Queue != "" { // the empty name is valid on configure (api.md §1)
+		if err := names.Check(req.Queue); err != nil {
+			return ports.QueueConfig{}, 0, inputErrorf("", "queue %v", err)
+		}
+	}
+	var set ports.QueueOption
+	switch req.Mode {
+	case "", ModeMerge:
+	case ModeReplace:
+		set = ports.AllQueueOptions
+	default:
+		return ports.QueueConfig{}, 0, inputErrorf("", `mode must be "merge" or "replace", got %q`, req.Mode)
+	}
+	cfg := Defaults(req.Queue)
+	for _, o := range options {
+		raw, ok := req.Options[o.name]
+		if !ok {
+			continue
+		}
+		set |= o.bit
+		if isNull(raw) {
+			continue // back to the default already in cfg
+		}
+		if err := o.parse(raw, &cfg); err != nil {
+			return ports.QueueConfig{}, 0, err
+		}
+	}
+	return cfg, set, nil
+}
+
+func isNull(raw json.RawMessage) bool {
+	return len(raw) == 0 || bytes.Equal(bytes.TrimSpace(raw), []byte("null"))
+}
+
+// parse stores raw, checked, into o's field of cfg.
+func (o option) parse(raw json.RawMessage, cfg *ports.QueueConfig) error {
+	switch p := o.field(cfg).(type) {
+	case *string:
+		var v string
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return inputErrorf(o.name, "option %s must be a string, got %s", o.name, excerpt(raw))
+		}
+		if err := o.checkString(v); err != nil {
+			return err
+		}
+		*p = v
+	case *bool:
+		var v bool
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return inputErrorf(o.name, "option %s must be true or false, got %s", o.name, excerpt(raw))
+		}
+		*p = v
+	case *int:
+		v, err := o.integer(raw)
+		if err != nil {
+			return err
+		}
+		*p = v
+	}
+	return nil
+}
+
+func (o option) checkString(v string) error {
+	switch o.bit {
+	case ports.OptRetentionSinkHold:
+		if !sinkHold.MatchString(v) {
+			return &InputError{Option: o.name, Invalid: true,
+				Msg: fmt.Sprintf("option %s must match [A-Za-z0-9._-]{0,64}, got %q", o.name, v)}
+		}
+	case ports.OptNamespace, ports.OptTask:
+		// Discovery pops filter on them: the naming rules apply, but empty means none.
+		if v != "" {
+			if err := names.Check(v); err != nil {
+				return inputErrorf(o.name, "option %s %v", o.name, err)
+			}
+		}
+	}
+	return nil
+}
+
+// integer reads an integral JSON number that fits the int32 column, and applies the
+// option's clamping or range rule.
+func (o option) integer(raw json.RawMessage) (int, error) {
+	n := json.Number(bytes.TrimSpace(raw)) // a JSON number token: nothing to unquote
+	var f float64
+	if len(n) == 0 || !strings.ContainsRune("-0123456789", rune(n[0])) || !isIntegral(n, &f) {
+		return 0, inputErrorf(o.name, "option %s must be an integer, got %s", o.name, excerpt(raw))
+	}
+	if f < math.MinInt32 || f > math.MaxInt32 {
+		return 0, inputErrorf(o.name, "option %s must be between %d and %d, got %s", o.name, math.MinInt32, math.MaxInt32, n)
+	}
+	v := int(f)
+	switch o.bit {
+	case ports.OptDedupWindowSeconds:
+		v = max(v, 0)
+	case ports.OptMinPopWaitTime:
+		v = min(max(v, 0), MaxMinPopWaitTime)
+	case ports.OptRetentionSinkHoldMaxSeconds:
+		if v < MinRetentionSinkHoldMaxSeconds || v > MaxRetentionSinkHoldMaxSeconds {
+			return 0, &InputError{Option: o.name, Invalid: true, Msg: fmt.Sprintf("option %s must be between %d and %d, got %d",
+				o.name, MinRetentionSinkHoldMaxSeconds, MaxRetentionSinkHoldMaxSeconds, v)}
+		}
+	}
+	return v, nil
+}
+
+// isIntegral reports whether n is a whole number (300, 3e2 and 300.0 are), storing it in f.
+func isIntegral(n json.Number, f *float64) bool {
+	v, err := n.Float64()
+	if err != nil || math.IsInf(v, 0) || v != math.Trunc(v) {
+		return false
+	}
+	*f = v
+	return true
+}
+
+// excerpt quotes at most 64 bytes of a raw JSON value for an error message.
+func excerpt(raw json.RawMessage) string {
+	s := string(bytes.TrimSpace(raw))
+	if len(s) > 64 {
+		s = s[:64] + "..."
+	}
+	return s
+}

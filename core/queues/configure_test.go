@@ -1,0 +1,141 @@
+package queues
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/queen-go/queen/ports"
+)
+
+func opts(kv ...string) map[string]json.RawMessage {
+	m := make(map[string]json.RawMessage)
+	for i := 0; i+1 < len(kv); i += 2 {
+		m[kv[i]] = json.RawMessage(kv[i+1])
+	}
+	return m
+}
+
+func TestResolve(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		req     Request
+		wantSet ports.QueueOption
+		edit    func(c *ports.QueueConfig) // applied to Defaults(req.Queue)
+	}{
+		{"merge without options changes nothing", Request{Queue: "q"}, 0, nil},
+		{"merge sets only what is present", Request{Queue: "q", Options: opts("leaseTime", "30", "encryptionEnabled", "true")},
+			ports.OptLeaseTime | ports.OptEncryptionEnabled,
+			func(c *ports.QueueConfig) { c.LeaseTime, c.EncryptionEnabled = 30, true }},
+		{"explicit merge mode", Request{Queue: "q", Mode: "merge", Options: opts("priority", "5")}, ports.OptPriority,
+			func(c *ports.QueueConfig) { c.Priority = 5 }},
+		{"null resets to the default", Request{Queue: "q", Options: opts("leaseTime", "null", "deadLetterQueue", " null ")},
+			ports.OptLeaseTime | ports.OptDeadLetterQueue, nil},
+		{"replace sets every option", Request{Queue: "q", Mode: "replace", Options: opts("retryLimit", "9")},
+			ports.AllQueueOptions, func(c *ports.QueueConfig) { c.RetryLimit = 9 }},
+		{"unknown options are ignored", Request{Queue: "q", Options: opts("bogus", `"x"`)}, 0, nil},
+		{"every kind", Request{Queue: "q", Options: opts("namespace", `"ns"`, "task", `"t"`, "retentionSinkHold", `"sink-1.a_b"`,
+			"retentionSinkHoldMaxSeconds", "60", "dlqAfterMaxRetries", "false", "maxWaitTimeSeconds", "3e2", "ttl", "7.0")},
+			ports.OptNamespace | ports.OptTask | ports.OptRetentionSinkHold | ports.OptRetentionSinkHoldMaxSeconds |
+				ports.OptDLQAfterMaxRetries | ports.OptMaxWaitTimeSeconds | ports.OptTTL,
+			func(c *ports.QueueConfig) {
+				c.Namespace, c.Task, c.RetentionSinkHold, c.RetentionSinkHoldMaxSeconds = "ns", "t", "sink-1.a_b", 60
+				c.DLQAfterMaxRetries, c.MaxWaitTimeSeconds, c.TTL = false, 300, 7
+			}},
+		{"dedupWindowSeconds clamps at 0", Request{Queue: "q", Options: opts("dedupWindowSeconds", "-5")}, ports.OptDedupWindowSeconds,
+			func(c *ports.QueueConfig) { c.DedupWindowSeconds = 0 }},
+		{"minPopWaitTime clamps below", Request{Queue: "q", Options: opts("minPopWaitTime", "-1")}, ports.OptMinPopWaitTime, nil},
+		{"minPopWaitTime clamps above", Request{Queue: "q", Options: opts("minPopWaitTime", "70000")}, ports.OptMinPopWaitTime,
+			func(c *ports.QueueConfig) { c.MinPopWaitTime = 60000 }},
+		{"sink hold max seconds upper bound", Request{Queue: "q", Options: opts("retentionSinkHoldMaxSeconds", "31536000")},
+			ports.OptRetentionSinkHoldMaxSeconds, func(c *ports.QueueConfig) { c.RetentionSinkHoldMaxSeconds = 31536000 }},
+		{"empty queue name", Request{Queue: "", Options: opts("priority", "1")}, ports.OptPriority,
+			func(c *ports.QueueConfig) { c.Priority = 1 }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			cfg, set, err := Resolve(tt.req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := Defaults(tt.req.Queue)
+			if tt.edit != nil {
+				tt.edit(&want)
+			}
+			if cfg != want {
+				t.Errorf("config\n got %+v\nwant %+v", cfg, want)
+			}
+			if set != tt.wantSet {
+				t.Errorf("set %b, want %b", set, tt.wantSet)
+			}
+		})
+	}
+}
+
+func TestDefaults(t *testing.T) {
+	t.Parallel()
+	tests := []struct{ name, queue, ns, task string }{
+		{"plain", "orders", "", ""},
+		{"dotted", "billing.invoice", "billing", "invoice"},
+		{"more parts", "billing.invoice.v2", "billing", "invoice"},
+		{"trailing dot", "billing.", "billing", ""},
+		{"leading dot", ".invoice", "", "invoice"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			d := Defaults(tt.queue)
+			if d.Namespace != tt.ns || d.Task != tt.task {
+				t.Fatalf("namespace %q task %q, want %q %q", d.Namespace, d.Task, tt.ns, tt.task)
+			}
+		})
+	}
+	d := Defaults("q")
+	want := ports.QueueConfig{Name: "q", LeaseTime: 300, RetryLimit: 3, RetryDelay: 1000, TTL: 3600, DeadLetterQueue: true,
+		DLQAfterMaxRetries: true, DedupWindowSeconds: 3600, RetentionSinkHoldMaxSeconds: 604800}
+	if d != want {
+		t.Fatalf("defaults %+v, want %+v (api.md §5.6)", d, want)
+	}
+}
+
+func TestResolveRejects(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name        string
+		req         Request
+		option      string // named in the error
+		invalid     bool   // answered with "invalid"
+		msgContains string
+	}{
+		{"bad mode", Request{Queue: "q", Mode: "upsert"}, "", false, `mode must be "merge" or "replace", got "upsert"`},
+		{"queue with a control character", Request{Queue: "a\x01b"}, "", false, "queue contains a control character"},
+		{"queue too long", Request{Queue: strings.Repeat("q", 256)}, "", false, "queue is 256 bytes"},
+		{"int given a string", Request{Queue: "q", Options: opts("leaseTime", `"300"`)}, "leaseTime", false, "option leaseTime must be an integer"},
+		{"int given a fraction", Request{Queue: "q", Options: opts("retryLimit", "1.5")}, "retryLimit", false, "retryLimit must be an integer"},
+		{"int given a bool", Request{Queue: "q", Options: opts("ttl", "true")}, "ttl", false, "ttl must be an integer"},
+		{"int beyond int32", Request{Queue: "q", Options: opts("priority", "2147483648")}, "priority", false, "priority must be between"},
+		{"bool given a number", Request{Queue: "q", Options: opts("encryptionEnabled", "1")}, "encryptionEnabled", false, "encryptionEnabled must be true or false"},
+		{"string given a number", Request{Queue: "q", Options: opts("namespace", "5")}, "namespace", false, "namespace must be a string"},
+		{"namespace with a control character", Request{Queue: "q", Options: opts("task", `"a\u0007"`)}, "task", false, "task contains a control character"},
+		{"sink hold pattern", Request{Queue: "q", Options: opts("retentionSinkHold", `"has space"`)}, "retentionSinkHold", true, "retentionSinkHold must match"},
+		{"sink hold too long", Request{Queue: "q", Options: opts("retentionSinkHold", `"`+strings.Repeat("a", 65)+`"`)}, "retentionSinkHold", true, "must match"},
+		{"sink hold max below 60", Request{Queue: "q", Options: opts("retentionSinkHoldMaxSeconds", "59")}, "retentionSinkHoldMaxSeconds", true, "between 60 and 31536000"},
+		{"sink hold max above a year", Request{Queue: "q", Options: opts("retentionSinkHoldMaxSeconds", "31536001")}, "retentionSinkHoldMaxSeconds", true, "between 60 and 31536000"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			_, _, err := Resolve(tt.req)
+			var ie *InputError
+			if !errors.As(err, &ie) {
+				t.Fatalf("error %v, want an *InputError", err)
+			}
+			if ie.Option != tt.option || ie.Invalid != tt.invalid || !strings.Contains(ie.Msg, tt.msgContains) {
+				t.Fatalf("error %+v, want option %q invalid %v and a message containing %q", ie, tt.option, tt.invalid, tt.msgContains)
+			}
+		})
+	}
+}
