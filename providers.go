@@ -21,6 +21,7 @@ import (
 	"github.com/queen-go/queen/core/envelope"
 	"github.com/queen-go/queen/core/fusion"
 	"github.com/queen-go/queen/core/push"
+	"github.com/queen-go/queen/core/queues"
 	"github.com/queen-go/queen/core/segment"
 	"github.com/queen-go/queen/core/vegas"
 )
@@ -43,6 +44,8 @@ var ProviderSet = wire.NewSet(
 	ProvideSealer,
 	ProvidePushService,
 	ProvideConsumeService,
+	ProvideAdmin,
+	ProvideQueues,
 	ProvideHandler,
 	ProvideHTTPServer,
 	wire.Struct(new(App), "*"),
@@ -159,11 +162,11 @@ func ProvideConsumeService(store *postgres.Store, codec *segment.Codec, sealer *
 }
 
 // ProvideHandler builds the HTTP routes.
-func ProvideHandler(p *push.Service, c *consume.Service, store *postgres.Store, b *fusion.Batcher, limiter *vegas.Limiter, cfg config.Config, log *slog.Logger) http.Handler {
+func ProvideHandler(p *push.Service, c *consume.Service, qs *queues.Service, store *postgres.Store, b *fusion.Batcher, limiter *vegas.Limiter, cfg config.Config, log *slog.Logger) http.Handler {
 	prom := metrics.Handler(metrics.Sources{
 		Fusion: b.Stats, Push: p.Stats, PushLimit: limiter.Limit, PoolStats: store.PoolStats,
 	})
-	return httpapi.New(httpapi.Services{Push: p, DB: store, Consume: c}, httpapi.Options{
+	return httpapi.New(httpapi.Services{Push: p, DB: store, Consume: c, Queues: qs}, httpapi.Options{
 		MaxBodyBytes: cfg.MaxBodyBytes, Version: Version, Logger: log,
 		Pop:        httpapi.PopDefaults{Timeout: cfg.PopTimeout, SubscriptionMode: cfg.SubscriptionMode},
 		Prometheus: prom, PoolStats: store.PoolStats,

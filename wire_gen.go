@@ -44,7 +44,9 @@ func InitializeApp(ctx context.Context, cfg config.Config) (*App, func(), error)
 	}
 	service := ProvidePushService(batcher, sealer, store, codec, waker, cfg, logger)
 	consumeService := ProvideConsumeService(store, codec, sealer, waker, cfg, logger)
-	handler := ProvideHandler(service, consumeService, store, batcher, limiter, cfg, logger)
+	admin := ProvideAdmin(store, cfg, logger)
+	queuesService := ProvideQueues(admin, sealer, codec, service, batcher, logger)
+	handler := ProvideHandler(service, consumeService, queuesService, store, batcher, limiter, cfg, logger)
 	server := ProvideHTTPServer(cfg, handler)
 	app := &App{
 		Config:  cfg,

@@ -11,6 +11,7 @@ import (
 
 	"github.com/queen-go/queen/core/consume"
 	"github.com/queen-go/queen/core/push"
+	"github.com/queen-go/queen/core/queues"
 	"github.com/queen-go/queen/ports"
 )
 
@@ -33,6 +34,7 @@ type Services struct {
 	Push    *push.Service
 	DB      ports.Pinger
 	Consume *consume.Service
+	Queues  *queues.Service // configure, queue deletion, dead letters
 }
 
 type api struct {
@@ -66,6 +68,9 @@ func New(svc Services, opts Options) http.Handler {
 	r.HandleFunc("/api/v1/push", a.handlePush).Methods(http.MethodPost)
 	if svc.Consume != nil {
 		a.consumeRoutes(r)
+	}
+	if svc.Queues != nil {
+		a.adminRoutes(r)
 	}
 	r.HandleFunc("/health", a.handleHealth).Methods(http.MethodGet, http.MethodHead)
 	r.HandleFunc("/metrics", a.handleMetrics).Methods(http.MethodGet)

@@ -8,6 +8,7 @@ import (
 	"net/http"
 
 	"github.com/queen-go/queen/core/push"
+	"github.com/queen-go/queen/core/queues"
 	"github.com/queen-go/queen/ports"
 )
 
@@ -33,13 +34,14 @@ func statusOf(err error) int {
 		br *badRequest
 		tl *tooLarge
 		ie *push.InputError
+		qe *queues.InputError
 	)
 	switch {
-	case errors.As(err, &br), errors.As(err, &ie):
+	case errors.As(err, &br), errors.As(err, &ie), errors.As(err, &qe):
 		return http.StatusBadRequest
 	case errors.As(err, &tl):
 		return http.StatusRequestEntityTooLarge
-	case errors.Is(err, ports.ErrUnavailable), errors.Is(err, ports.ErrTimeout):
+	case errors.Is(err, ports.ErrUnavailable), errors.Is(err, ports.ErrTimeout), errors.Is(err, ports.ErrConflict):
 		return http.StatusServiceUnavailable
 	default:
 		return http.StatusInternalServerError
@@ -50,16 +52,21 @@ func statusOf(err error) int {
 // logged in full and answered without internals.
 func writeError(w http.ResponseWriter, log *slog.Logger, err error) {
 	code := statusOf(err)
-	msg := err.Error()
-	var ie *push.InputError
+	body := map[string]string{"error": err.Error()}
+	var (
+		ie *push.InputError
+		qe *queues.InputError
+	)
 	switch {
 	case errors.As(err, &ie):
-		msg = "bad body: " + ie.Error()
+		body["error"] = "bad body: " + ie.Error()
+	case errors.As(err, &qe) && qe.Invalid:
+		body["invalid"] = qe.Option // api.md §5.6: rejected sink options are named
 	case code >= 500:
 		log.Error("request failed", "status", code, "err", err)
-		msg = http.StatusText(code)
+		body["error"] = http.StatusText(code)
 	}
-	writeJSON(w, code, map[string]string{"error": msg})
+	writeJSON(w, code, body)
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {

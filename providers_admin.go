@@ -1,0 +1,35 @@
+package queen
+
+import (
+	"log/slog"
+
+	"github.com/queen-go/queen/adapters/admin"
+	"github.com/queen-go/queen/adapters/postgres"
+	"github.com/queen-go/queen/config"
+	"github.com/queen-go/queen/core/envelope"
+	"github.com/queen-go/queen/core/fusion"
+	"github.com/queen-go/queen/core/push"
+	"github.com/queen-go/queen/core/queues"
+	"github.com/queen-go/queen/core/segment"
+)
+
+// ProvideAdmin builds the administrative queries (bun) on the store's pool; a statement
+// that times out has its connection discarded, as on the hot path.
+func ProvideAdmin(store *postgres.Store, cfg config.Config, log *slog.Logger) *admin.Admin {
+	return admin.New(store.DB(), admin.Options{
+		StatementTimeout: cfg.StatementTimeout, Discard: postgres.DiscardConn, Logger: log,
+	})
+}
+
+// ProvideQueues builds the queue administration use case. A configure or a deletion
+// drops this broker's caches of the queue: the push path's encryption flag and fusion's
+// dedup watermarks.
+func ProvideQueues(a *admin.Admin, sealer *envelope.Sealer, codec *segment.Codec, p *push.Service, b *fusion.Batcher, log *slog.Logger) *queues.Service {
+	return queues.New(a, queues.Options{
+		Sealer: sealer, Codec: codec, Logger: log,
+		Invalidate: func(tenant, queue string) {
+			p.Forget(tenant, queue)
+			b.ForgetQueue(tenant, queue)
+		},
+	})
+}
