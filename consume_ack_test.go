@@ -377,6 +377,38 @@ func TestAckItemErrors(t *testing.T) {
 		}
 	})
 
+	t.Run("a message past the delivered span is not acked", func(t *testing.T) {
+		a.pushN(t, "span", "p", "m", 3)
+		sp := a.popMust(t, "/api/v1/pop/queue/span?batch=1")
+		res := a.ackBatch(t, "", map[string]any{"transactionId": "m-2", "partitionId": sp.PartitionID, "leaseId": sp.LeaseID})
+		if res[0].Success || res[0].Error == nil || *res[0].Error != "position beyond leased batch" {
+			t.Fatalf("%+v", res[0])
+		}
+		if c := db.committed(t, "span", "p", "__QUEUE_MODE__"); c != -1 {
+			t.Fatalf("committed %d, want -1", c)
+		}
+	})
+
+	t.Run("a transactionId names a message only within its partition", func(t *testing.T) {
+		a.push(t, map[string]any{"queue": "ident", "partition": "a", "transactionId": "same", "payload": 1},
+			map[string]any{"queue": "ident", "partition": "b", "transactionId": "same", "payload": 2})
+		pa := a.popMust(t, "/api/v1/pop/queue/ident/partition/a")
+		pb := a.popMust(t, "/api/v1/pop/queue/ident/partition/b")
+		if res := a.ackAll(t, pa, ""); !res[0].Success {
+			t.Fatalf("%+v", res[0])
+		}
+		if c := db.committed(t, "ident", "a", "__QUEUE_MODE__"); c != 0 {
+			t.Fatalf("partition a committed %d, want 0", c)
+		}
+		if c := db.committed(t, "ident", "b", "__QUEUE_MODE__"); c != -1 {
+			t.Fatalf("partition b committed %d by an ack of partition a", c)
+		}
+		// b's lease is untouched too.
+		if res := a.ackAll(t, pb, ""); !res[0].Success || !res[0].LeaseReleased {
+			t.Fatalf("%+v", res[0])
+		}
+	})
+
 	t.Run("an empty batch answers []", func(t *testing.T) {
 		code, body := a.do(t, http.MethodPost, "/api/v1/ack/batch", `{"acknowledgments":[]}`)
 		if code != http.StatusOK || string(body) != "[]" {

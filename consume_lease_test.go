@@ -3,6 +3,7 @@ package queen
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"slices"
 	"sync"
@@ -167,6 +168,40 @@ func TestLeaseExpiry(t *testing.T) {
 			wantTxns(t, next, "l-2")
 			if next.Messages[0].DeliveryAttempt != 1 {
 				t.Fatalf("deliveryAttempt %d", next.Messages[0].DeliveryAttempt)
+			}
+		})
+	}
+}
+
+func TestLeaseLength(t *testing.T) {
+	t.Parallel()
+	a := startApp(t, nil)
+	db := openPushLogDB(t, a)
+	tests := []struct {
+		name, set, query string
+		want             time.Duration
+	}{
+		{"unconfigured queue: 60 s", "", "", 60 * time.Second},
+		{"configured queue: its leaseTime", "lease_time = 120", "", 120 * time.Second},
+		{"leaseSeconds overrides an unconfigured queue", "", "?leaseSeconds=7", 7 * time.Second},
+		{"leaseSeconds overrides leaseTime", "lease_time = 120", "?leaseSeconds=7", 7 * time.Second},
+		{"leaseSeconds=0 is the default", "lease_time = 120", "?leaseSeconds=0", 120 * time.Second},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			queue := fmt.Sprintf("len%d", i)
+			if tt.set != "" {
+				db.configure(t, queue, tt.set)
+			}
+			a.pushN(t, queue, "p", "x", 1)
+			a.popMust(t, "/api/v1/pop/queue/"+queue+tt.query)
+			c, _ := db.consumerRowOf(t, queue, "p", "__QUEUE_MODE__")
+			if c.Expires == nil {
+				t.Fatal("no lease")
+			}
+			if left := time.Until(*c.Expires); left > tt.want || left < tt.want-3*time.Second {
+				t.Fatalf("lease expires in %v, want %v", left, tt.want)
 			}
 		})
 	}

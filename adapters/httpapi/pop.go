@@ -3,6 +3,7 @@ package httpapi
 import (
 	"encoding/json"
 	"errors"
+	"math"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -137,14 +138,16 @@ func parsePop(q url.Values, queue, partition string, def PopDefaults) (ports.Pop
 		}
 	}
 	var err error
+	// Values travel to the database as int4: a larger one would wrap around (batch
+	// 4294967297 would mean 1), so it is refused like any other bad value.
 	intParam := func(name string, lo int, dst *int) {
 		v, ok := q[name]
 		if err != nil || !ok {
 			return
 		}
 		n, perr := strconv.Atoi(v[0])
-		if perr != nil || n < lo {
-			err = badRequestf("query parameter %s=%q: want an integer of at least %d", name, v[0], lo)
+		if perr != nil || n < lo || n > math.MaxInt32 {
+			err = badRequestf("query parameter %s=%q: want an integer from %d to %d", name, v[0], lo, math.MaxInt32)
 			return
 		}
 		*dst = n
