@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"path/filepath"
 	"reflect"
 	"strconv"
 	"strings"
@@ -67,6 +68,14 @@ type Config struct {
 	PollMultiplier   float64       `env:"POP_WAIT_BACKOFF_MULTIPLIER" envDefault:"2.0" min:"1" max:"100" section:"Pop path" help:"Growth factor of the long-poll interval after the threshold (interval x empties x factor)."`
 	PollMax          time.Duration `env:"POP_WAIT_MAX_INTERVAL_MS" envDefault:"1000" min:"1" section:"Pop path" help:"Cap of the long-poll re-check interval, in milliseconds."`
 
+	// Spool.
+
+	SpoolDir      string        `env:"FILE_BUFFER_DIR" envDefault:"" section:"Spool" help:"Directory of the crash-safe push spool (pushes the database could not take, and every push during maintenance). Default: QUEEN_DATA_DIR/buffers with the embedded PostgreSQL, else /var/lib/queen/buffers ($TMPDIR/queen-buffers when that cannot be created)."`
+	SpoolFlush    time.Duration `env:"FILE_BUFFER_FLUSH_MS" envDefault:"100" min:"1" section:"Spool" help:"Period of the spool drain loop when idle, in milliseconds."`
+	SpoolBatch    int           `env:"FILE_BUFFER_MAX_BATCH" envDefault:"100" min:"1" section:"Spool" help:"Spooled records replayed per database bundle."`
+	SpoolPerFile  int           `env:"FILE_BUFFER_EVENTS_PER_FILE" envDefault:"10000" min:"1" section:"Spool" help:"Records per spool file before it is rotated."`
+	MaintenanceMS time.Duration `env:"QUEEN_MAINTENANCE_REFRESH_MS" envDefault:"1000" min:"1" section:"Spool" help:"How often the broker re-reads the maintenance flags other brokers may have changed, in milliseconds."`
+
 	// Logging.
 
 	LogLevel string `env:"LOG_LEVEL" alias:"RUST_LOG" aliasIfValid:"true" envDefault:"info" oneof:"debug,info,warn,error" section:"Logging" help:"Minimum log level, case-insensitive. RUST_LOG is read when LOG_LEVEL is unset, and only if it is one of these words."`
@@ -78,7 +87,7 @@ type Config struct {
 }
 
 // sections lists the Usage sections in display order.
-var sections = []string{"Server", "Database", "Push path", "Pop path", "Logging"}
+var sections = []string{"Server", "Database", "Push path", "Pop path", "Spool", "Logging"}
 
 var (
 	durationType = reflect.TypeFor[time.Duration]()
@@ -427,6 +436,20 @@ func envName(field string) string {
 // PG_HOST, PG_PORT, PG_USER, PG_PASSWORD, PG_DATABASE, PG_DB was set.
 func (c Config) Embedded() bool {
 	return c.PGURL == "" && !c.pgPartsSet
+}
+
+// SpoolDirs returns the spool directory candidates in order of preference:
+// FILE_BUFFER_DIR alone when it is set; else QUEEN_DATA_DIR/buffers with the embedded
+// PostgreSQL; else /var/lib/queen/buffers, then $TMPDIR/queen-buffers for hosts where
+// the first cannot be created (as Queen does).
+func (c Config) SpoolDirs() []string {
+	switch {
+	case c.SpoolDir != "":
+		return []string{c.SpoolDir}
+	case c.Embedded():
+		return []string{filepath.Join(c.DataDir, "buffers")}
+	}
+	return []string{"/var/lib/queen/buffers", filepath.Join(os.TempDir(), "queen-buffers")}
 }
 
 // DatabaseURL returns QUEEN_PG_URL when it is set, otherwise a postgres://

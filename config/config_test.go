@@ -45,6 +45,10 @@ func defaults() Config {
 		PollThreshold:    3,
 		PollMultiplier:   2,
 		PollMax:          time.Second,
+		SpoolFlush:       100 * time.Millisecond,
+		SpoolBatch:       100,
+		SpoolPerFile:     10000,
+		MaintenanceMS:    time.Second,
 		LogLevel:         "info",
 	}
 }
