@@ -102,8 +102,9 @@ type Service struct {
 	batcher *fusion.Batcher
 	opts    Options
 
-	mu    sync.Mutex
-	flags map[string]flag // tenant\x1fqueue -> encryption flag
+	mu     sync.Mutex
+	flags  map[string]flag // tenant\x1fqueue -> encryption flag
+	forgot uint64          // Forget calls so far: a lookup that overlapped one is not cached
 
 	requests, messages atomic.Uint64
 }
@@ -275,6 +276,7 @@ func (s *Service) encryptionEnabled(ctx context.Context, tenant, queue string) b
 	key := tenant + "\x1f" + queue
 	s.mu.Lock()
 	f, ok := s.flags[key]
+	gen := s.forgot
 	s.mu.Unlock()
 	if ok && time.Since(f.at) < s.opts.CacheTTL {
 		return f.on
@@ -285,7 +287,11 @@ func (s *Service) encryptionEnabled(ctx context.Context, tenant, queue string) b
 		return false
 	}
 	s.mu.Lock()
-	s.flags[key] = flag{on: on, at: time.Now()}
+	if s.forgot == gen {
+		// Otherwise the read may predate the configure that called Forget: caching it
+		// would bring the old flag back for CacheTTL.
+		s.flags[key] = flag{on: on, at: time.Now()}
+	}
 	s.mu.Unlock()
 	return on
 }
@@ -294,5 +300,6 @@ func (s *Service) encryptionEnabled(ctx context.Context, tenant, queue string) b
 func (s *Service) Forget(tenant, queue string) {
 	s.mu.Lock()
 	delete(s.flags, tenant+"\x1f"+queue)
+	s.forgot++
 	s.mu.Unlock()
 }
