@@ -10,6 +10,7 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/queen-go/queen/core/consume"
+	"github.com/queen-go/queen/core/maintenance"
 	"github.com/queen-go/queen/core/push"
 	"github.com/queen-go/queen/core/queues"
 	"github.com/queen-go/queen/ports"
@@ -35,6 +36,10 @@ type Services struct {
 	DB      ports.Pinger
 	Consume *consume.Service
 	Queues  *queues.Service // configure, queue deletion, dead letters
+	// Maintenance enables the maintenance and buffer status routes; Buffers reports the
+	// spool for them (nil: no spool).
+	Maintenance *maintenance.Flags
+	Buffers     func() BufferStatus
 }
 
 type api struct {
@@ -68,6 +73,9 @@ func New(svc Services, opts Options) http.Handler {
 	r.HandleFunc("/api/v1/push", a.handlePush).Methods(http.MethodPost)
 	if svc.Consume != nil {
 		a.consumeRoutes(r)
+	}
+	if svc.Maintenance != nil {
+		a.systemRoutes(r)
 	}
 	if svc.Queues != nil {
 		a.adminRoutes(r)
