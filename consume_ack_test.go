@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Acks: implicit prefix acks, explicit signals, the retry budget and dead letters, status
@@ -85,6 +86,7 @@ func TestAckImplicitAndExplicit(t *testing.T) {
 		{"an explicit signal beats a completed ack of the same message", []ack{{0, "completed"}, {0, "failed"}},
 			true, -1, txnRange("m", 0, 4), 2},
 		{"the lowest signal wins", []ack{{3, "failed"}, {2, "retry"}, {1, ""}}, true, 1, txnRange("m", 2, 4), 1},
+		{"dlq beats failed at the same offset", []ack{{1, "failed"}, {1, "dlq"}}, true, 1, txnRange("m", 2, 4), 1},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -97,7 +99,11 @@ func TestAckImplicitAndExplicit(t *testing.T) {
 				items[k] = ackItemOf(p.Messages[ak.msg], ak.status)
 			}
 			for k, r := range a.ackBatch(t, "", items...) {
-				if !r.Success || r.Error != nil || r.LeaseReleased != tt.wantRelease || r.DLQ || r.Noop || r.Index != k {
+				// dlq:true marks the signals on the dead-lettered message.
+				ak := tt.acks[k]
+				wantDLQ := ak.status != "" && ak.status != "completed" &&
+					slices.ContainsFunc(tt.acks, func(x ack) bool { return x.status == "dlq" && x.msg == ak.msg })
+				if !r.Success || r.Error != nil || r.LeaseReleased != tt.wantRelease || r.DLQ != wantDLQ || r.Noop || r.Index != k {
 					t.Fatalf("ack result %d: %+v", k, r)
 				}
 			}
@@ -213,6 +219,49 @@ func TestAckRetryBudgetAndDLQ(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestAckRetryBudgetResets(t *testing.T) {
+	t.Parallel()
+	a := startApp(t, nil)
+	db := openPushLogDB(t, a)
+	// With retryLimit 1 a failure is dead-lettered only if one was already charged.
+	failOnce := func(t *testing.T, queue string, m popMsg) {
+		t.Helper()
+		res := a.ackBatch(t, "", ackItemOf(m, "failed"))
+		if !res[0].Success || res[0].DLQ {
+			t.Fatalf("failure of %s: %+v, want a retry, not a dead letter", m.TransactionID, res[0])
+		}
+		if rows := db.dlqRows(t, queue); len(rows) != 0 {
+			t.Fatalf("dead letters %+v", rows)
+		}
+	}
+
+	t.Run("completing a batch resets the budget", func(t *testing.T) {
+		t.Parallel()
+		db.configure(t, "reset", "retry_limit = 1")
+		a.pushN(t, "reset", "p", "m", 2)
+		failOnce(t, "reset", a.popMust(t, "/api/v1/pop/queue/reset?batch=1").Messages[0])
+		a.ackAll(t, a.popMust(t, "/api/v1/pop/queue/reset?batch=1"), "")
+		failOnce(t, "reset", a.popMust(t, "/api/v1/pop/queue/reset?batch=1").Messages[0])
+	})
+
+	t.Run("lease expiry does not charge the budget", func(t *testing.T) {
+		t.Parallel()
+		db.configure(t, "expiry-free", "retry_limit = 1")
+		a.pushN(t, "expiry-free", "p", "m", 1)
+		a.popMust(t, "/api/v1/pop/queue/expiry-free?leaseSeconds=1")
+		var p *popResp
+		eventually(t, 4*time.Second, "the lease never expired", func() bool {
+			p = a.pop(t, "/api/v1/pop/queue/expiry-free")
+			return p != nil
+		})
+		failOnce(t, "expiry-free", p.Messages[0])
+		p = a.popMust(t, "/api/v1/pop/queue/expiry-free")
+		if p.Messages[0].DeliveryAttempt != 3 {
+			t.Fatalf("deliveryAttempt %d, want 3", p.Messages[0].DeliveryAttempt)
+		}
+	})
 }
 
 func TestAckStatusNormalization(t *testing.T) {
