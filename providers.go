@@ -20,6 +20,7 @@ import (
 	"github.com/queen-go/queen/core/consume"
 	"github.com/queen-go/queen/core/envelope"
 	"github.com/queen-go/queen/core/fusion"
+	"github.com/queen-go/queen/core/maintenance"
 	"github.com/queen-go/queen/core/push"
 	"github.com/queen-go/queen/core/queues"
 	"github.com/queen-go/queen/core/segment"
@@ -46,6 +47,7 @@ var ProviderSet = wire.NewSet(
 	ProvideConsumeService,
 	ProvideAdmin,
 	ProvideQueues,
+	ProvideMaintenance,
 	ProvideHandler,
 	ProvideHTTPServer,
 	wire.Struct(new(App), "*"),
@@ -162,11 +164,12 @@ func ProvideConsumeService(store *postgres.Store, codec *segment.Codec, sealer *
 }
 
 // ProvideHandler builds the HTTP routes.
-func ProvideHandler(p *push.Service, c *consume.Service, qs *queues.Service, store *postgres.Store, b *fusion.Batcher, limiter *vegas.Limiter, cfg config.Config, log *slog.Logger) http.Handler {
+func ProvideHandler(p *push.Service, c *consume.Service, m *maintenance.Flags, qs *queues.Service, store *postgres.Store, b *fusion.Batcher, limiter *vegas.Limiter, cfg config.Config, log *slog.Logger) http.Handler {
 	prom := metrics.Handler(metrics.Sources{
 		Fusion: b.Stats, Push: p.Stats, PushLimit: limiter.Limit, PoolStats: store.PoolStats,
+		DBCommits: store.Commits,
 	})
-	return httpapi.New(httpapi.Services{Push: p, DB: store, Consume: c, Queues: qs}, httpapi.Options{
+	return httpapi.New(httpapi.Services{Push: p, DB: store, Consume: c, Queues: qs, Maintenance: m}, httpapi.Options{
 		MaxBodyBytes: cfg.MaxBodyBytes, Version: Version, Logger: log,
 		Pop:        httpapi.PopDefaults{Timeout: cfg.PopTimeout, SubscriptionMode: cfg.SubscriptionMode},
 		Prometheus: prom, PoolStats: store.PoolStats,

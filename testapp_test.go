@@ -26,10 +26,21 @@ type testApp struct {
 	done   chan error
 }
 
-// startApp starts a broker; env adds configuration variables (QUEEN_PG_URL is set).
+// startApp starts a broker on a fresh database; env adds configuration variables
+// (QUEEN_PG_URL is set).
 func startApp(t testing.TB, env map[string]string) *testApp {
 	t.Helper()
-	db := pgtest.NewDatabase(t)
+	return startAppWith(t, pgtest.NewDatabase(t), env)
+}
+
+// startAppOn starts another broker on an existing database.
+func startAppOn(t testing.TB, db string) *testApp {
+	t.Helper()
+	return startAppWith(t, db, nil)
+}
+
+func startAppWith(t testing.TB, db string, env map[string]string) *testApp {
+	t.Helper()
 	vars := map[string]string{"QUEEN_PG_URL": db, "DB_POOL_SIZE": "40", "LOG_LEVEL": "warn"}
 	for k, v := range env {
 		vars[k] = v

@@ -44,9 +44,10 @@ func InitializeApp(ctx context.Context, cfg config.Config) (*App, func(), error)
 	}
 	service := ProvidePushService(batcher, sealer, store, codec, waker, cfg, logger)
 	consumeService := ProvideConsumeService(store, codec, sealer, waker, cfg, logger)
+	flags, cleanup4 := ProvideMaintenance(ctx, store, cfg, logger)
 	admin := ProvideAdmin(store, cfg, logger)
 	queuesService := ProvideQueues(admin, sealer, codec, service, batcher, logger)
-	handler := ProvideHandler(service, consumeService, queuesService, store, batcher, limiter, cfg, logger)
+	handler := ProvideHandler(service, consumeService, flags, queuesService, store, batcher, limiter, cfg, logger)
 	server := ProvideHTTPServer(cfg, handler)
 	app := &App{
 		Config:  cfg,
@@ -58,6 +59,7 @@ func InitializeApp(ctx context.Context, cfg config.Config) (*App, func(), error)
 		HTTP:    server,
 	}
 	return app, func() {
+		cleanup4()
 		cleanup3()
 		cleanup2()
 		cleanup()

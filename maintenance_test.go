@@ -1,0 +1,64 @@
+package queen
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+func TestMaintenanceRoutes(t *testing.T) {
+	t.Parallel()
+	a := startApp(t, nil)
+	get := func(path string) map[string]any {
+		t.Helper()
+		code, body := a.do(t, http.MethodGet, path, "")
+		var m map[string]any
+		if code != http.StatusOK || json.Unmarshal(body, &m) != nil {
+			t.Fatalf("GET %s: %d %s", path, code, body)
+		}
+		return m
+	}
+	m := get("/api/v1/system/maintenance")
+	for _, k := range []string{"maintenanceMode", "popMaintenanceMode", "bufferedMessages", "bufferHealthy", "bufferStats"} {
+		if _, ok := m[k]; !ok {
+			t.Fatalf("GET maintenance without %q: %v", k, m)
+		}
+	}
+	if m["maintenanceMode"] != false || m["popMaintenanceMode"] != false {
+		t.Fatalf("flags on at start: %v", m)
+	}
+	tests := []struct {
+		name, path, body string
+		code             int
+		want             string
+	}{
+		{"missing enabled", "/api/v1/system/maintenance", `{}`, 400, "enabled (boolean) is required"},
+		{"not a boolean", "/api/v1/system/maintenance", `{"enabled":"yes"}`, 400, "enabled (boolean) is required"},
+		{"not JSON", "/api/v1/system/maintenance/pop", `{`, 400, "enabled (boolean) is required"},
+		{"push on", "/api/v1/system/maintenance", `{"enabled":true}`, 200, "Maintenance mode ENABLED"},
+		{"pop on", "/api/v1/system/maintenance/pop", `{"enabled":true}`, 200, `"popMaintenanceMode":true`},
+	}
+	for _, tt := range tests {
+		code, body := a.do(t, http.MethodPost, tt.path, tt.body)
+		if code != tt.code || !strings.Contains(string(body), tt.want) {
+			t.Fatalf("%s: %d %s, want %d containing %q", tt.name, code, body, tt.code, tt.want)
+		}
+	}
+	m = get("/api/v1/system/maintenance")
+	if m["maintenanceMode"] != true || m["popMaintenanceMode"] != true {
+		t.Fatalf("flags after turning them on: %v", m)
+	}
+	if p := get("/api/v1/system/maintenance/pop"); p["popMaintenanceMode"] != true {
+		t.Fatalf("pop maintenance: %v", p)
+	}
+	// The flags are in the database: another broker on it sees them.
+	b := startAppOn(t, a.DBURL)
+	code, body := b.do(t, http.MethodGet, "/api/v1/system/maintenance", "")
+	if code != 200 || !strings.Contains(string(body), `"maintenanceMode":true`) {
+		t.Fatalf("second broker: %d %s", code, body)
+	}
+	if st := get("/api/v1/status/buffers"); st["dbHealthy"] == nil || st["pending"] == nil {
+		t.Fatalf("status/buffers: %v", st)
+	}
+}
