@@ -133,8 +133,10 @@ BEGIN
         -- Partitions that windowBuffer or delayedProcessing certainly hide are left out
         -- here, not only in the loop: they are the most recently written ones, so they
         -- would fill the bounded candidate list and starve older deliverable partitions.
-        -- last_write_at lags the last write by at most a second (002_push.sql), so the
-        -- window test on it only drops partitions the exact test below would skip too.
+        -- last_write_at is quantised to a second (002_push.sql): it never runs ahead of
+        -- the last segment's created_at by more than that commit's own duration, so the
+        -- window test on it drops only partitions the exact test in the loop skips too
+        -- (give or take those milliseconds); the loop still decides for the others.
         SELECT array_agg(x.id) INTO v_cands FROM (
             SELECT lp.id
               FROM queen.log_partitions lp
