@@ -64,15 +64,15 @@ type partKey struct{ tenant, queue, partition string }
 
 // fileState is one data file. Fields are guarded by Spool.mu unless noted.
 type fileState struct {
-	base     string // "queen-<ms>-<seq>"
-	ms, seq  int64
-	final    bool  // renamed to .buf
-	records  int64 // valid records not yet committed or quarantined
-	written  int64 // records written to the active file (rotation); flusher only
-	size     int64 // bytes written to the active file; flusher only
-	pos      int64 // replay position: 0 = header not read yet
-	end      int64 // valid length, 0 = the whole file
-	damaged  bool  // holds corrupt regions not yet quarantined (Open found them)
+	base    string // "queen-<ms>-<seq>"
+	ms, seq int64
+	final   bool  // renamed to .buf
+	records int64 // valid records not yet committed or quarantined
+	written int64 // records written to the active file (rotation); flusher only
+	size    int64 // bytes written to the active file; flusher only
+	pos     int64 // replay position: 0 = header not read yet
+	end     int64 // valid length, 0 = the whole file
+	damaged bool  // holds corrupt regions not yet quarantined (Open found them)
 
 	// Replay-only state (Spool.rmu).
 	data       []byte         // cached content of a final file while it is the head
