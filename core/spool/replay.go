@@ -190,6 +190,17 @@ func (s *Spool) retire(head *fileState) error {
 		return fmt.Errorf("sync directory: %w", err)
 	}
 	head.data = nil
+	s.mu.Lock()
+	// Records counted but never read back: acknowledged records that rotted on disk
+	// (they went to failed/ as corrupt regions). Without this their partitions would
+	// stay pending forever and keep spooling.
+	for k, n := range head.parts {
+		s.log.Error("spool: records of a replayed file were unreadable", "file", head.name(),
+			"tenant", k.tenant, "queue", k.queue, "partition", k.partition, "records", n)
+		s.addPending(k, -n)
+	}
+	head.parts, head.records = nil, 0
+	s.mu.Unlock()
 	s.dropFile(head)
 	return nil
 }
@@ -203,6 +214,9 @@ func (s *Spool) retire(head *fileState) error {
 func (s *Spool) Commit(b *Batch) error {
 	s.rmu.Lock()
 	defer s.rmu.Unlock()
+	if s.isClosed() {
+		return ErrClosed
+	}
 	if b == nil || b != s.cur {
 		return errors.New("spool: commit: not the current batch (Next was called again, or it was committed)")
 	}
@@ -213,8 +227,9 @@ func (s *Spool) Commit(b *Batch) error {
 	for i := range b.Records {
 		if !b.quarantined[i] {
 			r := &b.Records[i]
-			s.addPending(partKey{r.Tenant, r.Queue, r.Partition}, -1)
-			st.records--
+			k := partKey{r.Tenant, r.Queue, r.Partition}
+			s.addPending(k, -1)
+			st.count(k, -1)
 			n++
 		}
 	}
@@ -258,6 +273,9 @@ func (s *Spool) Commit(b *Batch) error {
 func (s *Spool) Quarantine(b *Batch, i int, reason error) error {
 	s.rmu.Lock()
 	defer s.rmu.Unlock()
+	if s.isClosed() {
+		return ErrClosed
+	}
 	if b == nil || b != s.cur {
 		return errors.New("spool: quarantine: not the current batch (Next was called again, or it was committed)")
 	}
@@ -285,8 +303,9 @@ func (s *Spool) Quarantine(b *Batch, i int, reason error) error {
 	}
 	st.skip[off] = true
 	s.mu.Lock()
-	s.addPending(partKey{r.Tenant, r.Queue, r.Partition}, -1)
-	st.records--
+	k := partKey{r.Tenant, r.Queue, r.Partition}
+	s.addPending(k, -1)
+	st.count(k, -1)
 	s.mu.Unlock()
 	s.quarantined.Add(1)
 	if fresh {

@@ -66,13 +66,14 @@ type partKey struct{ tenant, queue, partition string }
 type fileState struct {
 	base    string // "queen-<ms>-<seq>"
 	ms, seq int64
-	final   bool  // renamed to .buf
-	records int64 // valid records not yet committed or quarantined
-	written int64 // records written to the active file (rotation); flusher only
-	size    int64 // bytes written to the active file; flusher only
-	pos     int64 // replay position: 0 = header not read yet
-	end     int64 // valid length, 0 = the whole file
-	damaged bool  // holds corrupt regions not yet quarantined (Open found them)
+	final   bool              // renamed to .buf
+	records int64             // valid records not yet committed or quarantined
+	parts   map[partKey]int64 // records by partition: what retiring the file takes off Pending
+	written int64             // records written to the active file (rotation); flusher only
+	size    int64             // bytes written to the active file; flusher only
+	pos     int64             // replay position: 0 = header not read yet
+	end     int64             // valid length, 0 = the whole file
+	damaged bool              // holds corrupt regions not yet quarantined (Open found them)
 
 	// Replay-only state (Spool.rmu).
 	data       []byte         // cached content of a final file while it is the head
@@ -338,8 +339,9 @@ func (s *Spool) recoverFile(f *fileState, hasPos bool) (keep, changed bool, err 
 		}
 		switch it.kind {
 		case itemRecord:
-			f.records++
-			s.addPending(partKey{string(it.f.tenant), string(it.f.queue), string(it.f.partition)}, 1)
+			k := partKey{string(it.f.tenant), string(it.f.queue), string(it.f.partition)}
+			f.count(k, 1)
+			s.addPending(k, 1)
 		case itemCorrupt:
 			f.damaged = true
 		}
@@ -427,6 +429,20 @@ func (nopFile) Write(p []byte) (int, error) { return len(p), nil }
 func (nopFile) Sync() error                 { return nil }
 func (nopFile) Close() error                { return nil }
 
+// count adds n records of partition k to the file. Called with Spool.mu held.
+func (f *fileState) count(k partKey, n int64) {
+	if f.parts == nil {
+		f.parts = make(map[partKey]int64)
+	}
+	if v := f.parts[k] + n; v != 0 {
+		f.parts[k] = v
+	} else {
+		delete(f.parts, k)
+	}
+	f.records += n
+}
+
+// addPending adds n records of partition k to the pending counts. Called with mu held.
 func (s *Spool) addPending(k partKey, n int64) {
 	v := s.pending[k] + n
 	if v <= 0 {
@@ -625,7 +641,11 @@ func (s *Spool) writeGroup(group []*appendReq) {
 		a.st.size += int64(len(buf))
 		a.st.written += n
 		s.mu.Lock()
-		a.st.records += n
+		for _, r := range group[i:j] {
+			for _, k := range r.keys {
+				a.st.count(k, 1)
+			}
+		}
 		s.mu.Unlock()
 		s.appended.Add(n)
 		s.fsyncs.Add(1)
