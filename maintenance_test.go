@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestMaintenanceRoutes(t *testing.T) {
@@ -45,6 +46,11 @@ func TestMaintenanceRoutes(t *testing.T) {
 			t.Fatalf("%s: %d %s, want %d containing %q", tt.name, code, body, tt.code, tt.want)
 		}
 	}
+	// Pop maintenance: a message is there, pops claim nothing.
+	a.push(t, map[string]any{"queue": "paused", "payload": 1})
+	if p := a.pop(t, "/api/v1/pop/queue/paused"); p != nil {
+		t.Fatalf("pop during pop maintenance: %+v", p)
+	}
 	m = get("/api/v1/system/maintenance")
 	if m["maintenanceMode"] != true || m["popMaintenanceMode"] != true {
 		t.Fatalf("flags after turning them on: %v", m)
@@ -60,5 +66,16 @@ func TestMaintenanceRoutes(t *testing.T) {
 	}
 	if st := get("/api/v1/status/buffers"); st["dbHealthy"] == nil || st["pending"] == nil {
 		t.Fatalf("status/buffers: %v", st)
+	}
+	// Turned off (on the other broker): the message is delivered.
+	if code, body := b.do(t, http.MethodPost, "/api/v1/system/maintenance/pop", `{"enabled":false}`); code != 200 {
+		t.Fatalf("pop maintenance off: %d %s", code, body)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for a.pop(t, "/api/v1/pop/queue/paused") == nil {
+		if time.Now().After(deadline) {
+			t.Fatal("message not delivered after pop maintenance ended")
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }

@@ -156,10 +156,11 @@ func ProvidePushService(b *fusion.Batcher, sealer *envelope.Sealer, store *postg
 func ProvideWaker() *consume.Waker { return consume.NewWaker() }
 
 // ProvideConsumeService builds the pop/ack use case.
-func ProvideConsumeService(store *postgres.Store, codec *segment.Codec, sealer *envelope.Sealer, waker *consume.Waker, cfg config.Config, log *slog.Logger) *consume.Service {
+// Pops claim nothing during pop maintenance.
+func ProvideConsumeService(store *postgres.Store, codec *segment.Codec, sealer *envelope.Sealer, waker *consume.Waker, m *maintenance.Flags, cfg config.Config, log *slog.Logger) *consume.Service {
 	return consume.New(store, codec, consume.Options{
 		Sealer: sealer, Waker: waker, PollInitial: cfg.PollInitial, PollThreshold: cfg.PollThreshold,
-		PollMultiplier: cfg.PollMultiplier, PollMax: cfg.PollMax, Logger: log,
+		PollMultiplier: cfg.PollMultiplier, PollMax: cfg.PollMax, Logger: log, Paused: m.Pop,
 	})
 }
 

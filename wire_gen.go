@@ -43,8 +43,8 @@ func InitializeApp(ctx context.Context, cfg config.Config) (*App, func(), error)
 		return nil, nil, err
 	}
 	service := ProvidePushService(batcher, sealer, store, codec, waker, cfg, logger)
-	consumeService := ProvideConsumeService(store, codec, sealer, waker, cfg, logger)
 	flags, cleanup4 := ProvideMaintenance(ctx, store, cfg, logger)
+	consumeService := ProvideConsumeService(store, codec, sealer, waker, flags, cfg, logger)
 	admin := ProvideAdmin(store, cfg, logger)
 	queuesService := ProvideQueues(admin, sealer, codec, service, batcher, logger)
 	handler := ProvideHandler(service, consumeService, flags, queuesService, store, batcher, limiter, cfg, logger)

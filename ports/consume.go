@@ -83,6 +83,10 @@ type ConsumeStore interface {
 	Pop(ctx context.Context, req PopRequest) ([]Claim, error)
 	// Ack applies items and returns one result per item in input order.
 	Ack(ctx context.Context, items []AckItem) ([]AckResult, error)
+	// Release undoes claims whose messages never reached a client (it went away while
+	// the claim ran): leases are dropped and the delivery not counted; with autoAck the
+	// cursor goes back to before the span, unless something moved it since.
+	Release(ctx context.Context, group, leaseID string, autoAck bool, claims []Claim) error
 	// ExtendLease renews every live lease held by leaseID to at least now+d and returns
 	// how many were renewed and the earliest new expiry.
 	ExtendLease(ctx context.Context, leaseID string, d time.Duration) (renewed int, expires time.Time, err error)

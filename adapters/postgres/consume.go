@@ -170,6 +170,30 @@ func (s *Store) Ack(ctx context.Context, items []ports.AckItem) ([]ports.AckResu
 	return out, err
 }
 
+// Release implements ports.ConsumeStore.
+func (s *Store) Release(ctx context.Context, group, leaseID string, autoAck bool, claims []ports.Claim) error {
+	pids, starts, ends := make([]string, len(claims)), make([]int64, len(claims)), make([]int64, len(claims))
+	for i, c := range claims {
+		pids[i], starts[i], ends[i] = c.PartitionID, c.Start, c.End
+	}
+	return s.run(ctx, "release", func(ctx context.Context, c *pgxpool.Conn) error {
+		if autoAck {
+			_, err := c.Exec(ctx, `UPDATE queen.log_consumers lc
+				SET committed = u.start - 1, batch_end = u.start - 1, delivery_attempt = greatest(lc.delivery_attempt - 1, 0)
+				FROM unnest($1::uuid[], $2::int8[], $3::int8[]) AS u(pid, start, fin)
+				WHERE lc.partition_id = u.pid AND lc.consumer_group = $4 AND lc.committed = u.fin AND lc.lease_id IS NULL`,
+				pids, starts, ends, group)
+			return err
+		}
+		_, err := c.Exec(ctx, `UPDATE queen.log_consumers lc
+			SET lease_id = NULL, lease_expires_at = NULL, batch_end = lc.committed,
+			    delivery_attempt = greatest(lc.delivery_attempt - 1, 0)
+			WHERE lc.partition_id = ANY ($1::uuid[]) AND lc.consumer_group = $2 AND lc.lease_id = $3::uuid`,
+			pids, group, leaseID)
+		return err
+	})
+}
+
 // ExtendLease implements ports.ConsumeStore.
 func (s *Store) ExtendLease(ctx context.Context, leaseID string, d time.Duration) (int, time.Time, error) {
 	var (

@@ -23,6 +23,9 @@ type Options struct {
 	PollMultiplier float64          // [2.0] POP_WAIT_BACKOFF_MULTIPLIER
 	PollMax        time.Duration    // [1 s] POP_WAIT_MAX_INTERVAL_MS
 	Logger         *slog.Logger
+	// Paused, when set and true, makes every pop claim nothing (pop maintenance): it
+	// answers at once, or keeps a long poll parked without claiming.
+	Paused func() bool
 }
 
 func (o *Options) defaults() {
@@ -111,12 +114,17 @@ func (s *Service) Pop(ctx context.Context, req ports.PopRequest, wait time.Durat
 		if wait > 0 {
 			woken = s.wakeFor(req)
 		}
-		claims, err := s.store.Pop(ctx, req)
-		if err != nil {
-			return nil, err
-		}
-		if len(claims) > 0 {
-			return s.batch(req, claims)
+		if s.opts.Paused == nil || !s.opts.Paused() {
+			claims, err := s.store.Pop(ctx, req)
+			if err != nil {
+				return nil, err
+			}
+			if len(claims) > 0 {
+				if ctx.Err() != nil {
+					return nil, s.release(req, claims, ctx.Err())
+				}
+				return s.batch(req, claims)
+			}
 		}
 		left := time.Until(deadline)
 		if wait <= 0 || left <= 0 {
@@ -132,6 +140,19 @@ func (s *Service) Pop(ctx context.Context, req ports.PopRequest, wait time.Durat
 		}
 		t.Stop()
 	}
+}
+
+// release gives back claims made for a client that went away while they ran: nobody
+// will receive those messages, so they must stay deliverable (with autoAck they would
+// otherwise be lost). It returns why the pop ended.
+func (s *Service) release(req ports.PopRequest, claims []ports.Claim, why error) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.store.Release(ctx, req.Group, req.LeaseID, req.AutoAck, claims); err != nil {
+		s.opts.Logger.Warn("consume: could not release the claims of a client that went away; leased spans redeliver at lease expiry",
+			"group", req.Group, "partitions", len(claims), "auto_ack", req.AutoAck, "err", err)
+	}
+	return why
 }
 
 func (s *Service) wakeFor(req ports.PopRequest) <-chan struct{} {
