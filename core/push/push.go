@@ -15,6 +15,7 @@ import (
 	"github.com/queen-go/queen/core/fusion"
 	"github.com/queen-go/queen/core/names"
 	"github.com/queen-go/queen/core/segment"
+	"github.com/queen-go/queen/core/spool"
 	"github.com/queen-go/queen/ports"
 )
 
@@ -95,6 +96,15 @@ type Options struct {
 	Codec        *segment.Codec
 	// Committed, when set, is called for every segment a transaction committed.
 	Committed func(tenant, queue, partitionID string)
+
+	// Spool, when set, keeps what the database did not take: items of a failed bundle
+	// are spooled and answered buffered (failed when the spool write fails too).
+	Spool *spool.Spool
+	// Divert, when set and true, sends every push to the spool without trying the
+	// database (push maintenance, or the database known to be away).
+	Divert func() bool
+	// BundleFailed, when set, is told that a bundle did not reach the database.
+	BundleFailed func()
 }
 
 // Service runs pushes through a fusion batcher.
@@ -159,17 +169,8 @@ func (s *Service) Push(ctx context.Context, tenant, producerSub string, items []
 	results := make([]Result, len(items))
 	keys := make([]dedup.Key, len(items))
 	for i, it := range items {
-		id := s.opts.NewID()
-		part := it.Partition
-		if part == "" {
-			part = DefaultPartition
-		}
-		txn := it.TransactionID
-		if txn == "" {
-			txn = uuid.UUID(id).String()
-		}
-		results[i] = Result{Index: i, MessageID: id, TransactionID: txn, Queue: it.Queue, Partition: part}
-		keys[i] = dedup.Key{Tenant: tenant, Queue: it.Queue, Partition: part, TransactionID: txn}
+		results[i] = s.mint(i, it)
+		keys[i] = dedup.Key{Tenant: tenant, Queue: it.Queue, Partition: results[i].Partition, TransactionID: results[i].TransactionID}
 	}
 	leaders := dedup.Leaders(keys)
 
@@ -200,14 +201,30 @@ func (s *Service) Push(ctx context.Context, tenant, producerSub string, items []
 		g.Frames = append(g.Frames, f)
 		g.Hashes = append(g.Hashes, dedup.Hash(r.TransactionID))
 	}
-	wg.Add(len(groups))
-	s.batcher.Submit(groups...)
+	diverted := s.divert(ctx, tenant, groups)
+	fused := make([]*fusion.Group, 0, len(groups))
+	for gi, g := range groups {
+		if _, ok := diverted[gi]; !ok {
+			fused = append(fused, g)
+		}
+	}
+	wg.Add(len(fused))
+	s.batcher.Submit(fused...) // together: one request's partitions can share a bundle
 	wg.Wait()
+	respooled := s.spoolFailed(ctx, tenant, groups, diverted)
 
 	for i := range results {
 		sl := slots[i]
-		if sl.leader == i {
-			fill(&results[i], groups[sl.group].Results[sl.frame])
+		if sl.leader != i {
+			continue
+		}
+		if st, ok := diverted[sl.group]; ok {
+			results[i].Status = st
+			continue
+		}
+		fill(&results[i], groups[sl.group].Results[sl.frame])
+		if st, ok := respooled[[2]int{sl.group, sl.frame}]; ok {
+			results[i].Status = st
 		}
 	}
 	for i := range results {
@@ -216,6 +233,102 @@ func (s *Service) Push(ctx context.Context, tenant, producerSub string, items []
 		}
 	}
 	return results
+}
+
+// divert spools, without trying the database, every group that must not go there now:
+// all of them under push maintenance or while the database is known to be away, and
+// any group whose partition still has spooled records (they must commit first, so the
+// partition keeps its order across the outage). It returns the status of each diverted
+// group: buffered, or failed when the spool write failed.
+func (s *Service) divert(ctx context.Context, tenant string, groups []*fusion.Group) map[int]Status {
+	if s.opts.Spool == nil {
+		return nil
+	}
+	all := s.opts.Divert != nil && s.opts.Divert()
+	var recs []spool.Record
+	var idx []int
+	for gi, g := range groups {
+		if all || s.opts.Spool.Pending(tenant, g.Queue, g.Partition) {
+			idx = append(idx, gi)
+			for k := range g.Frames {
+				recs = append(recs, record(tenant, g, k))
+			}
+		}
+	}
+	if len(idx) == 0 {
+		return nil
+	}
+	st := s.append(ctx, recs)
+	out := make(map[int]Status, len(idx))
+	for _, gi := range idx {
+		out[gi] = st
+	}
+	return out
+}
+
+// spoolFailed spools the frames whose bundle failed and returns their new status by
+// (group, frame).
+func (s *Service) spoolFailed(ctx context.Context, tenant string, groups []*fusion.Group, diverted map[int]Status) map[[2]int]Status {
+	if s.opts.Spool == nil {
+		return nil
+	}
+	var recs []spool.Record
+	var refs [][2]int
+	for gi, g := range groups {
+		if _, ok := diverted[gi]; ok {
+			continue
+		}
+		for k, r := range g.Results {
+			if r.Status == fusion.Error {
+				recs = append(recs, record(tenant, g, k))
+				refs = append(refs, [2]int{gi, k})
+			}
+		}
+	}
+	if len(recs) == 0 {
+		return nil
+	}
+	if s.opts.BundleFailed != nil {
+		s.opts.BundleFailed()
+	}
+	st := s.append(ctx, recs)
+	out := make(map[[2]int]Status, len(refs))
+	for _, ref := range refs {
+		out[ref] = st
+	}
+	return out
+}
+
+// append makes records durable in the spool: buffered, or failed when it cannot.
+func (s *Service) append(ctx context.Context, recs []spool.Record) Status {
+	if err := s.opts.Spool.Append(ctx, recs); err != nil {
+		s.opts.Logger.Error("push: spool write failed, answering failed", "items", len(recs), "err", err)
+		return StatusFailed
+	}
+	return StatusBuffered
+}
+
+// record is frame k of g as a spool record.
+func record(tenant string, g *fusion.Group, k int) spool.Record {
+	f := &g.Frames[k]
+	return spool.Record{Tenant: tenant, Queue: g.Queue, Partition: g.Partition, TransactionID: f.TransactionID,
+		ProducerSub: f.ProducerSub, MessageID: f.ID, TraceID: f.TraceID, HasTrace: f.HasTrace,
+		Encrypted: f.Encrypted, Payload: f.Payload}
+}
+
+// mint gives item i its message id and resolves its defaults: the Default partition, and
+// the message id as transaction id.
+func (s *Service) mint(i int, it Item) Result {
+	id := s.opts.NewID()
+	part := it.Partition
+	if part == "" {
+		part = DefaultPartition
+	}
+	txn := it.TransactionID
+	if txn == "" {
+		txn = uuid.UUID(id).String()
+	}
+	return Result{Index: i, MessageID: id, TransactionID: txn, Queue: it.Queue, Partition: part}
 }
 
 // fill copies a leader's fusion verdict into its result.

@@ -101,16 +101,10 @@ func (s *Service) txnSegments(ctx context.Context, tenant, producerSub string, o
 			continue
 		}
 		it := op.Push
-		id := s.opts.NewID()
-		part := it.Partition
-		if part == "" {
-			part = DefaultPartition
-		}
-		txn := it.TransactionID
-		if txn == "" {
-			txn = uuid.UUID(id).String()
-		}
-		r := &Result{Index: i, MessageID: id, TransactionID: txn, Queue: it.Queue, Partition: part, Status: StatusQueued}
+		res := s.mint(i, it.Item)
+		res.Status = StatusQueued
+		r := &res
+		id, part, txn := r.MessageID, r.Partition, r.TransactionID
 		out[i].Push = r
 		g := by[[2]string{it.Queue, part}]
 		if g == nil {
