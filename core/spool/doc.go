@@ -67,7 +67,7 @@
 // offset q > p holding the record magic at which a valid record starts.
 //
 //   - If there is one, [p,q) is a corrupt region: its raw bytes are written to
-//     failed/<base>-<p:12 digits>.corrupt with the reason in a .reason file beside it,
+//     failed/<base>-<p:12 digits>.corrupt, the reason to the same name + ".reason",
 //     counted (Stats.CorruptRecords) and logged, and replay continues at q. The records
 //     after a corrupt one are never lost, and a file is never deleted or skipped because
 //     of one.
@@ -79,8 +79,8 @@
 //
 // A file shorter than the 16-byte header holds no acknowledged record (the header is
 // synced first) and is deleted. A header with the right magic and CRC but a version or
-// flags this reader does not know is never interpreted: the whole file is moved to
-// failed/<base>.buf with a reason. A header with a wrong magic or CRC is a corrupt region
+// flags this reader does not know is never interpreted: Open moves the whole file to
+// failed/<base>.buf. A header with a wrong magic or CRC is a corrupt region
 // at offset 0 like any other.
 //
 // # Replay position (<base>.pos, 32 bytes)
@@ -102,12 +102,22 @@
 //
 // # Quarantine (failed/)
 //
-// Quarantine writes the rejected record to failed/<base>-<offset:12 digits>.rejected as
-// a valid one-record spool file (so an operator can move it back to be replayed) and
-// the reason to the .reason file beside it. Corrupt regions go to .corrupt files (raw
-// bytes). Files in failed/ are written to a "~" name, fsynced and renamed, so a name
-// without "~" is always complete; writing one that exists again after a crash is
-// harmless.
+// Every quarantined item is one data file in failed/ plus its reason, a text file named
+// after it with ".reason" appended:
+//
+//	failed/<base>-<offset:12 digits>.rejected   a record Quarantine was called for, as a
+//	                                            valid one-record spool file (an operator
+//	                                            can move it back under a queen-... name to
+//	                                            replay it)
+//	failed/<base>-<offset:12 digits>.corrupt    the raw bytes of a corrupt region
+//	failed/<base>.buf                           a whole file of an unsupported version
+//
+// The reason is written first, then the data, each to a "~" name, fsynced and renamed,
+// then the directory is fsynced, all before the position can move past the item: a data
+// name without "~" is always complete and has its reason, and quarantining an item again
+// after a crash finds it there and does not count it twice. Stats.FailedFiles and
+// FailedBytes count the data files (Open counts those already present when the SpoolFS
+// implements ports.SpoolFailedLister).
 //
 // # Per-partition order
 //

@@ -158,7 +158,7 @@ func (s *Spool) quarantineCorrupt(head *fileState, it item) error {
 	return nil
 }
 
-// writeFailed writes failed/<x><ext> (the data) and failed/<x>.reason, reason first so
+// writeFailed writes failed/<x><ext> (the data) and failed/<x><ext>.reason, reason first so
 // a data file in failed/ always has its reason, and syncs the directory. fresh is false
 // when the data file already existed (an earlier process quarantined it and crashed
 // before its position moved past it).
@@ -169,7 +169,7 @@ func (s *Spool) writeFailed(name, ext string, data [][]byte, reason string) (fre
 		return false, fmt.Errorf("read %s%s: %w", name, ext, err)
 	}
 	reason += "time: " + s.opts.Now().UTC().Format(time.RFC3339Nano) + "\n"
-	if err := s.writeAtomic(name+".reason", []byte(reason)); err != nil {
+	if err := s.writeAtomic(name+ext+".reason", []byte(reason)); err != nil {
 		return false, err
 	}
 	if err := s.writeAtomic(name+ext, data...); err != nil {

@@ -358,7 +358,7 @@ func (s *Spool) recoverFile(f *fileState, hasPos bool) (keep, changed bool, err 
 // quarantineWhole moves a data file this version cannot read to failed/.
 func (s *Spool) quarantineWhole(f *fileState, data []byte, reason string) error {
 	s.log.Error("spool: moving a file of an unsupported format to failed/", "file", f.name(), "reason", reason)
-	if err := s.writeAtomic("failed/"+f.base+".reason", []byte(reason+"\n")); err != nil {
+	if err := s.writeAtomic("failed/"+f.base+".buf.reason", []byte(reason+"\n")); err != nil {
 		return fmt.Errorf("quarantine %s: %w", f.name(), err)
 	}
 	if err := s.fsys.Rename(f.name(), "failed/"+f.base+".buf"); err != nil {

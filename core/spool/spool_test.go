@@ -451,7 +451,7 @@ func TestUnsupportedVersion(t *testing.T) {
 		t.Fatal("a file of an unknown version is pending")
 	}
 	base := strings.TrimSuffix(name, ".buf")
-	if !bytes.Equal(m.get("failed/"+base+".buf"), data) || m.get("failed/"+base+".reason") == nil {
+	if !bytes.Equal(m.get("failed/"+base+".buf"), data) || m.get("failed/"+base+".buf.reason") == nil {
 		t.Fatalf("files %v", m.names("", ""))
 	}
 	if st := s.Stats(); st.FailedFiles != 1 {
@@ -675,7 +675,7 @@ func TestQuarantine(t *testing.T) {
 	m2 := newMemFS()
 	m2.put("queen-0000000000001-00000001.buf", m.get(rejected[0]))
 	sameRecords(t, drain(t, open(t, m2, Options{}), 10), []Record{all[1]})
-	reason := string(m.get(strings.TrimSuffix(rejected[0], ".rejected") + ".reason"))
+	reason := string(m.get(rejected[0] + ".reason"))
 	if !strings.Contains(reason, "invalid payload") || !strings.Contains(reason, "txn-000001") {
 		t.Fatalf("reason %q", reason)
 	}
@@ -778,5 +778,37 @@ func TestBitRotAfterAppend(t *testing.T) {
 	}
 	if st := s.Stats(); st.CorruptRecords != 1 {
 		t.Fatalf("stats %+v", st)
+	}
+}
+
+func TestQuarantineAgainAfterCrash(t *testing.T) {
+	t.Parallel()
+	m := newMemFS()
+	s, _ := Open(m, Options{})
+	all := recs(0, 3, "p")
+	appendAll(t, s, all...)
+	b, _ := s.Next(10)
+	if err := s.Quarantine(b, 0, errors.New("bad")); err != nil {
+		t.Fatal(err)
+	}
+	crashed := m.crash() // before Commit
+
+	s2 := open(t, crashed, Options{})
+	if st := s2.Stats(); st.FailedFiles != 1 || st.PendingRecords != 3 {
+		t.Fatalf("stats after the crash %+v", st)
+	}
+	b, _ = s2.Next(10)
+	sameRecords(t, b.Records, all)
+	if err := s2.Quarantine(b, 0, errors.New("bad")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s2.Commit(b); err != nil {
+		t.Fatal(err)
+	}
+	if st := s2.Stats(); st.FailedFiles != 1 || st.Quarantined != 1 || st.Replayed != 2 || !s2.Empty() {
+		t.Fatalf("stats %+v", st)
+	}
+	if got := crashed.names("failed/", ""); len(got) != 2 {
+		t.Fatalf("failed/ %v", got)
 	}
 }
