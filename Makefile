@@ -3,7 +3,7 @@
 GO    ?= go
 BIN   := bin
 WIRE  := $(GO) run github.com/google/wire/cmd/wire@v0.7.0
-# Seconds per measured phase of the push benchmark.
+# Seconds per measured phase of the push and consume benchmarks.
 QUEEN_BENCH_SECONDS ?= 10
 export QUEEN_BENCH_SECONDS
 
@@ -29,6 +29,11 @@ test:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./core/...
 	$(GO) test -run '^$$' -bench PushFusion -benchtime 1x -timeout 30m .
+
+# The consume path: pop+ack throughput over a prefilled queue, and push-to-pop latency
+# under a paced producer (docs/benchmarks.md).
+bench-consume:
+	$(GO) test -run '^$$' -bench 'PopAck|PushToPop' -benchtime 1x -timeout 30m .
 
 # The ordered pipeline of seed 001 for 60 s against a broker on a fresh embedded
 # PostgreSQL; prints the verifier's verdict (PIPELINE_SECONDS, PIPELINE_RATE, ...: see the

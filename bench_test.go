@@ -1,17 +1,11 @@
 package queen
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"os"
-	"strconv"
-	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,76 +14,11 @@ import (
 	"github.com/queen-go/queen/adapters/pglocal/pgtest"
 )
 
-// benchDuration is how long each measured phase runs (QUEEN_BENCH_SECONDS, default 10).
-func benchDuration() time.Duration {
-	if s, err := strconv.Atoi(os.Getenv("QUEEN_BENCH_SECONDS")); err == nil && s > 0 {
-		return time.Duration(s) * time.Second
-	}
-	return 10 * time.Second
-}
-
 const benchPartitions = 1000
 
 // benchPayload is a typical small JSON message (~110 bytes).
 func benchPayload(i int) string {
 	return fmt.Sprintf(`{"orderId":%d,"customer":"cust-%04d","total":4200,"currency":"EUR","note":"benchmark payload"}`, i, i%10000)
-}
-
-// loadResult is what one measured phase observed.
-type loadResult struct {
-	msgs, requests, errors int64
-	elapsed                time.Duration
-	cpuBusy                float64 // fraction of all cores busy during the phase (from /proc/stat)
-}
-
-// cpuTimes reads the machine's busy and total jiffies.
-func cpuTimes() (busy, total float64) {
-	b, err := os.ReadFile("/proc/stat")
-	if err != nil {
-		return 0, 0
-	}
-	var user, nice, system, idle, iowait, irq, softirq, steal float64
-	fmt.Sscanf(string(b), "cpu %f %f %f %f %f %f %f %f", &user, &nice, &system, &idle, &iowait, &irq, &softirq, &steal)
-	busy = user + nice + system + irq + softirq + steal
-	return busy, busy + idle + iowait
-}
-
-func (r loadResult) rate() float64 { return float64(r.msgs) / r.elapsed.Seconds() }
-
-// plus combines two phases of the same kind, weighting CPU use by duration.
-func (r loadResult) plus(o loadResult) loadResult {
-	total := r.elapsed + o.elapsed
-	return loadResult{
-		msgs: r.msgs + o.msgs, requests: r.requests + o.requests, errors: r.errors + o.errors,
-		elapsed: total,
-		cpuBusy: (r.cpuBusy*r.elapsed.Seconds() + o.cpuBusy*o.elapsed.Seconds()) / total.Seconds(),
-	}
-}
-
-// runLoad runs workers until d elapses; each call of op sends one request of batch
-// messages and reports success.
-func runLoad(workers, batch int, d time.Duration, op func(worker, seq int) error) loadResult {
-	var msgs, reqs, errs atomic.Int64
-	busy0, total0 := cpuTimes()
-	deadline := time.Now().Add(d)
-	start := time.Now()
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Go(func() {
-			for seq := 0; time.Now().Before(deadline); seq++ {
-				if err := op(w, seq); err != nil {
-					errs.Add(1)
-					continue
-				}
-				reqs.Add(1)
-				msgs.Add(int64(batch))
-			}
-		})
-	}
-	wg.Wait()
-	busy1, total1 := cpuTimes()
-	return loadResult{msgs: msgs.Load(), requests: reqs.Load(), errors: errs.Load(), elapsed: time.Since(start),
-		cpuBusy: (busy1 - busy0) / max(total1-total0, 1)}
 }
 
 // baseline measures plain INSERTs of batch rows per transaction into the same PostgreSQL,
@@ -123,7 +52,7 @@ func baseline(b *testing.B, url string, workers, batch int, d time.Duration) loa
 		c.Release()
 	}
 	insert := `INSERT INTO ` + table + ` (partition, txn, payload) SELECT * FROM unnest($1::text[], $2::text[], $3::text[])`
-	return runLoad(workers, batch, d, func(w, seq int) error {
+	return runLoad(workers, d, func(w, seq int) (int, error) {
 		parts, txns, payloads := make([]string, batch), make([]string, batch), make([]string, batch)
 		p := fmt.Sprint("p", rand.IntN(benchPartitions))
 		for i := range batch {
@@ -132,102 +61,23 @@ func baseline(b *testing.B, url string, workers, batch int, d time.Duration) loa
 			payloads[i] = benchPayload(seq*batch + i)
 		}
 		_, err := pool.Exec(ctx, insert, parts, txns, payloads)
-		return err
+		return batch, err
 	})
-}
-
-// rawClient is a minimal keep-alive HTTP/1.1 client for the load generator: net/http's
-// client costs more CPU per request than the broker's whole push path, and on a 2-core
-// machine the load generator's CPU is taken from the system under test.
-type rawClient struct {
-	addr string
-	conn net.Conn
-	br   *bufio.Reader
-	buf  []byte
-}
-
-// post sends one request and returns the status code; the body is read and dropped.
-func (c *rawClient) post(path string, body []byte) (int, error) {
-	if c.conn == nil {
-		conn, err := net.Dial("tcp", c.addr)
-		if err != nil {
-			return 0, err
-		}
-		c.conn, c.br = conn, bufio.NewReaderSize(conn, 16<<10)
-	}
-	c.buf = fmt.Appendf(c.buf[:0], "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", path, c.addr, len(body))
-	c.buf = append(c.buf, body...)
-	code, err := c.roundTrip()
-	if err != nil {
-		c.conn.Close()
-		c.conn = nil
-	}
-	return code, err
-}
-
-func (c *rawClient) roundTrip() (int, error) {
-	if _, err := c.conn.Write(c.buf); err != nil {
-		return 0, err
-	}
-	line, err := c.br.ReadSlice('\n')
-	if err != nil {
-		return 0, err
-	}
-	var code int
-	if _, err := fmt.Sscanf(string(line), "HTTP/1.1 %d", &code); err != nil {
-		return 0, fmt.Errorf("bad status line %q", line)
-	}
-	length := -1
-	for {
-		h, err := c.br.ReadSlice('\n')
-		if err != nil {
-			return 0, err
-		}
-		if len(h) <= 2 {
-			break
-		}
-		if k, v, ok := strings.Cut(string(h), ":"); ok && strings.EqualFold(k, "Content-Length") {
-			length, _ = strconv.Atoi(strings.TrimSpace(v))
-		}
-	}
-	if length < 0 {
-		return 0, fmt.Errorf("response without Content-Length")
-	}
-	_, err = c.br.Discard(length)
-	return code, err
-}
-
-// settle lets the background work of the previous phase (checkpoint, autovacuum) finish
-// so that it does not weigh on the next one.
-func settle(b *testing.B, url string) {
-	b.Helper()
-	ctx := context.Background()
-	conn, err := pgxpool.New(ctx, url)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer conn.Close()
-	if _, err := conn.Exec(ctx, "CHECKPOINT"); err != nil {
-		b.Fatal(err)
-	}
-	time.Sleep(2 * time.Second)
 }
 
 // fusionLoad pushes batch items per request over HTTP from workers connections.
 func fusionLoad(a *testApp, workers, batch int, d time.Duration, queue string) loadResult {
 	clients := make([]*rawClient, workers)
 	for i := range clients {
-		clients[i] = &rawClient{addr: strings.TrimPrefix(a.URL, "http://")}
+		clients[i] = newRawClient(a)
 	}
 	defer func() {
 		for _, c := range clients {
-			if c.conn != nil {
-				c.conn.Close()
-			}
+			c.close()
 		}
 	}()
 	bodies := make([][]byte, workers)
-	return runLoad(workers, batch, d, func(w, seq int) error {
+	return runLoad(workers, d, func(w, seq int) (int, error) {
 		body := append(bodies[w][:0], `{"items":[`...)
 		// Batched requests keep one partition per request, as producers usually do.
 		p := rand.IntN(benchPartitions)
@@ -242,12 +92,12 @@ func fusionLoad(a *testApp, workers, batch int, d time.Duration, queue string) l
 		bodies[w] = body
 		code, err := clients[w].post("/api/v1/push", body)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		if code != http.StatusCreated {
-			return fmt.Errorf("status %d", code)
+			return 0, fmt.Errorf("status %d", code)
 		}
-		return nil
+		return batch, nil
 	})
 }
 
