@@ -18,12 +18,14 @@ import (
 	"github.com/queen-go/queen/adapters/postgres"
 	"github.com/queen-go/queen/config"
 	"github.com/queen-go/queen/core/consume"
+	"github.com/queen-go/queen/core/drain"
 	"github.com/queen-go/queen/core/envelope"
 	"github.com/queen-go/queen/core/fusion"
 	"github.com/queen-go/queen/core/maintenance"
 	"github.com/queen-go/queen/core/push"
 	"github.com/queen-go/queen/core/queues"
 	"github.com/queen-go/queen/core/segment"
+	"github.com/queen-go/queen/core/spool"
 	"github.com/queen-go/queen/core/vegas"
 )
 
@@ -48,6 +50,8 @@ var ProviderSet = wire.NewSet(
 	ProvideAdmin,
 	ProvideQueues,
 	ProvideMaintenance,
+	ProvideSpool,
+	ProvideDrainer,
 	ProvideHandler,
 	ProvideHTTPServer,
 	wire.Struct(new(App), "*"),
@@ -144,11 +148,17 @@ func ProvideSealer(cfg config.Config) (*envelope.Sealer, error) {
 
 // ProvidePushService builds the push use case.
 // Transactions commit on the store directly and wake parked pops like fused pushes do.
-func ProvidePushService(b *fusion.Batcher, sealer *envelope.Sealer, store *postgres.Store, codec *segment.Codec, waker *consume.Waker, cfg config.Config, log *slog.Logger) *push.Service {
+// Pushes go to the spool during push maintenance and while the drain knows the database
+// is away; the items of failed bundles are spooled.
+func ProvidePushService(b *fusion.Batcher, sealer *envelope.Sealer, store *postgres.Store, codec *segment.Codec, waker *consume.Waker,
+	sp *spool.Spool, d *drain.Drainer, m *maintenance.Flags, cfg config.Config, log *slog.Logger) *push.Service {
 	return push.New(b, push.Options{
 		Sealer: sealer, Settings: store, CacheTTL: cfg.CacheRefresh, Logger: log,
 		Transactions: store, Codec: codec,
-		Committed: func(tenant, queue, _ string) { waker.Notify(consume.Key(tenant, queue)) },
+		Committed:    func(tenant, queue, _ string) { waker.Notify(consume.Key(tenant, queue)) },
+		Spool:        sp,
+		Divert:       func() bool { return m.Push() || !d.Healthy() },
+		BundleFailed: d.Unhealthy,
 	})
 }
 
@@ -165,12 +175,15 @@ func ProvideConsumeService(store *postgres.Store, codec *segment.Codec, sealer *
 }
 
 // ProvideHandler builds the HTTP routes.
-func ProvideHandler(p *push.Service, c *consume.Service, m *maintenance.Flags, qs *queues.Service, store *postgres.Store, b *fusion.Batcher, limiter *vegas.Limiter, cfg config.Config, log *slog.Logger) http.Handler {
+func ProvideHandler(p *push.Service, c *consume.Service, m *maintenance.Flags, qs *queues.Service, sp *spool.Spool, d *drain.Drainer,
+	store *postgres.Store, b *fusion.Batcher, limiter *vegas.Limiter, cfg config.Config, log *slog.Logger) http.Handler {
+	buffers := bufferStatus(sp, d)
 	prom := metrics.Handler(metrics.Sources{
 		Fusion: b.Stats, Push: p.Stats, PushLimit: limiter.Limit, PoolStats: store.PoolStats,
-		DBCommits: store.Commits,
+		DBCommits: store.Commits, Maintenance: m.Push,
+		Spool: func() (int64, int64, bool) { st := buffers(); return st.Pending, st.Failed, st.DBHealthy },
 	})
-	return httpapi.New(httpapi.Services{Push: p, DB: store, Consume: c, Queues: qs, Maintenance: m}, httpapi.Options{
+	return httpapi.New(httpapi.Services{Push: p, DB: store, Consume: c, Queues: qs, Maintenance: m, Buffers: buffers}, httpapi.Options{
 		MaxBodyBytes: cfg.MaxBodyBytes, Version: Version, Logger: log,
 		Pop:        httpapi.PopDefaults{Timeout: cfg.PopTimeout, SubscriptionMode: cfg.SubscriptionMode},
 		Prometheus: prom, PoolStats: store.PoolStats,

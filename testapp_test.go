@@ -7,6 +7,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -14,7 +16,12 @@ import (
 	"github.com/queen-go/queen/config"
 )
 
-func TestMain(m *testing.M) { pgtest.Main(m) }
+func TestMain(m *testing.M) {
+	if os.Getenv(brokerEnv) == "1" { // a child broker of TestSpoolSurvivesSIGKILL
+		os.Exit(runBroker())
+	}
+	pgtest.Main(m)
+}
 
 // testApp is a broker wired exactly as queen-server is, on a fresh database, serving on a
 // loopback port.
@@ -41,7 +48,9 @@ func startAppOn(t testing.TB, db string) *testApp {
 
 func startAppWith(t testing.TB, db string, env map[string]string) *testApp {
 	t.Helper()
-	vars := map[string]string{"QUEEN_PG_URL": db, "DB_POOL_SIZE": "40", "LOG_LEVEL": "warn"}
+	// Each broker owns its spool directory (a shared one would be locked by the first).
+	vars := map[string]string{"QUEEN_PG_URL": db, "DB_POOL_SIZE": "40", "LOG_LEVEL": "warn",
+		"FILE_BUFFER_DIR": filepath.Join(t.TempDir(), "spool")}
 	for k, v := range env {
 		vars[k] = v
 	}

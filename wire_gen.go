@@ -42,12 +42,20 @@ func InitializeApp(ctx context.Context, cfg config.Config) (*App, func(), error)
 		cleanup()
 		return nil, nil, err
 	}
-	service := ProvidePushService(batcher, sealer, store, codec, waker, cfg, logger)
-	flags, cleanup4 := ProvideMaintenance(ctx, store, cfg, logger)
+	spool, cleanup4, err := ProvideSpool(cfg, logger)
+	if err != nil {
+		cleanup3()
+		cleanup2()
+		cleanup()
+		return nil, nil, err
+	}
+	flags, cleanup5 := ProvideMaintenance(ctx, store, cfg, logger)
+	drainer, cleanup6 := ProvideDrainer(spool, batcher, store, flags, cfg, logger)
+	service := ProvidePushService(batcher, sealer, store, codec, waker, spool, drainer, flags, cfg, logger)
 	consumeService := ProvideConsumeService(store, codec, sealer, waker, flags, cfg, logger)
 	admin := ProvideAdmin(store, cfg, logger)
 	queuesService := ProvideQueues(admin, sealer, codec, service, batcher, logger)
-	handler := ProvideHandler(service, consumeService, flags, queuesService, store, batcher, limiter, cfg, logger)
+	handler := ProvideHandler(service, consumeService, flags, queuesService, spool, drainer, store, batcher, limiter, cfg, logger)
 	server := ProvideHTTPServer(cfg, handler)
 	app := &App{
 		Config:  cfg,
@@ -59,6 +67,8 @@ func InitializeApp(ctx context.Context, cfg config.Config) (*App, func(), error)
 		HTTP:    server,
 	}
 	return app, func() {
+		cleanup6()
+		cleanup5()
 		cleanup4()
 		cleanup3()
 		cleanup2()

@@ -22,6 +22,10 @@ type Sources struct {
 	PoolStats func() (total, idle, acquired int32)
 	// DBCommits, when set, reads the database's committed transactions (all clients).
 	DBCommits func(context.Context) (int64, error)
+	// Maintenance reports push maintenance; Spool the spool's pending and failed
+	// records and whether the drain reaches the database.
+	Maintenance func() bool
+	Spool       func() (pending, failed int64, dbHealthy bool)
 }
 
 // Handler returns the /metrics/prometheus handler over a private registry.
@@ -68,6 +72,24 @@ func Handler(src Sources) http.Handler {
 	gauge("queen_db_pool_size", "Open database connections.", nil, pool(func(t, _, _ int32) int32 { return t }))
 	gauge("queen_db_pool_idle", "Idle database connections.", nil, pool(func(_, i, _ int32) int32 { return i }))
 	gauge("queen_db_pool_active", "Database connections in use.", nil, pool(func(_, _, a int32) int32 { return a }))
+	b2f := func(b bool) float64 {
+		if b {
+			return 1
+		}
+		return 0
+	}
+	if src.Maintenance != nil {
+		gauge("queen_maintenance_mode_enabled", "1 while push maintenance routes every push to the spool.", nil,
+			func() float64 { return b2f(src.Maintenance()) })
+	}
+	if src.Spool != nil {
+		gauge("queen_file_buffer_pending", "Records in the spool not yet replayed into PostgreSQL.", nil,
+			func() float64 { p, _, _ := src.Spool(); return float64(p) })
+		gauge("queen_file_buffer_failed", "Spool records quarantined in failed/ (corrupt or rejected).", nil,
+			func() float64 { _, f, _ := src.Spool(); return float64(f) })
+		gauge("queen_file_buffer_db_healthy", "1 while the spool drain reaches PostgreSQL.", nil,
+			func() float64 { _, _, h := src.Spool(); return b2f(h) })
+	}
 	if src.DBCommits != nil {
 		counter("queen_db_commits_total", "Transactions committed in the broker's PostgreSQL database by every client (pg_stat_database.xact_commit; -1 when unreadable).", nil,
 			func() float64 {

@@ -1,0 +1,18 @@
+// Package drain replays the spool into PostgreSQL: the background drain of a broker and
+// the whole job of the batch-drain command (cmd/lambda, queen-drain).
+//
+// Replay goes oldest first, in batches of at most MaxBatch records (FILE_BUFFER_MAX_BATCH),
+// each batch submitted to push fusion as one group per (tenant, queue, partition) with the
+// records' original message ids and transactionIds, so it reaches the database through
+// the same bundle function and allocator as every push, and dedup makes a replay of an
+// already committed record a harmless duplicate. A batch is committed in the spool only
+// after every record in it is queued or duplicate; per-partition order holds because one
+// batch completes before the next is taken and a partition's records keep their order
+// inside a group.
+//
+// Failures: a batch whose bundle failed is retried with exponential backoff (Backoff,
+// doubling to MaxBackoff) without losing its position: the database is probably away. A
+// batch that keeps failing while the database answers pings (Permanent attempts) is
+// split into single records; a record that then fails Permanent times on its own is
+// quarantined with its error (spool failed/), never dropped.
+package drain

@@ -1,0 +1,317 @@
+package drain
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/queen-go/queen/core/dedup"
+	"github.com/queen-go/queen/core/fusion"
+	"github.com/queen-go/queen/core/segment"
+	"github.com/queen-go/queen/core/spool"
+	"github.com/queen-go/queen/ports"
+)
+
+// Options tunes a Drainer; zero values take the defaults in brackets.
+type Options struct {
+	MaxBatch   int           // [100] FILE_BUFFER_MAX_BATCH: records per replay batch
+	Interval   time.Duration // [100 ms] FILE_BUFFER_FLUSH_MS: idle re-check period
+	Backoff    time.Duration // [100 ms] first retry delay after a failed batch
+	MaxBackoff time.Duration // [5 s]
+	Permanent  int           // [5] failures (database up) before a batch is split, then a record quarantined
+	Paused     func() bool   // push maintenance: replay waits while it reports true
+	Ping       ports.Pinger  // distinguishes "database away" from "this batch is bad"
+	Logger     *slog.Logger
+}
+
+func (o *Options) defaults() {
+	if o.MaxBatch <= 0 {
+		o.MaxBatch = 100
+	}
+	if o.Interval <= 0 {
+		o.Interval = 100 * time.Millisecond
+	}
+	if o.Backoff <= 0 {
+		o.Backoff = 100 * time.Millisecond
+	}
+	if o.MaxBackoff <= 0 {
+		o.MaxBackoff = 5 * time.Second
+	}
+	if o.Permanent <= 0 {
+		o.Permanent = 5
+	}
+	if o.Paused == nil {
+		o.Paused = func() bool { return false }
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+}
+
+// Summary is what a drain did.
+type Summary struct {
+	Replayed    int64 `json:"replayed"`    // records stored by the replay
+	Duplicates  int64 `json:"duplicates"`  // records already in the database
+	Quarantined int64 `json:"quarantined"` // records moved to failed/
+	Remaining   int64 `json:"remaining"`   // records still spooled
+}
+
+// Drainer replays one spool.
+type Drainer struct {
+	spool   *spool.Spool
+	batcher *fusion.Batcher
+	opts    Options
+
+	healthy     atomic.Bool // the last replay (or ping) reached the database
+	kick        chan struct{}
+	headFails   int // consecutive failures of the head batch with the database up (Run/Until goroutine only)
+	replayed    atomic.Int64
+	duplicates  atomic.Int64
+	quarantined atomic.Int64
+}
+
+// New returns a Drainer of sp submitting through b.
+func New(sp *spool.Spool, b *fusion.Batcher, opts Options) *Drainer {
+	opts.defaults()
+	d := &Drainer{spool: sp, batcher: b, opts: opts, kick: make(chan struct{}, 1)}
+	d.healthy.Store(true)
+	return d
+}
+
+// Healthy reports whether the database answered the last replay attempt or ping. The
+// push path spools straight away while it is false, so pushes during an outage answer
+// buffered at once instead of each waiting for a failed connection.
+func (d *Drainer) Healthy() bool { return d.healthy.Load() }
+
+// Unhealthy records that a push bundle failed to reach the database.
+func (d *Drainer) Unhealthy() {
+	if d.healthy.Swap(false) {
+		d.opts.Logger.Warn("drain: database unreachable, spooling pushes until it answers again")
+	}
+	d.Kick()
+}
+
+// Kick wakes the drain loop early (new records, maintenance turned off).
+func (d *Drainer) Kick() {
+	select {
+	case d.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Summary returns the counters so far and what remains spooled.
+func (d *Drainer) Summary() Summary {
+	return Summary{Replayed: d.replayed.Load(), Duplicates: d.duplicates.Load(),
+		Quarantined: d.quarantined.Load(), Remaining: d.spool.Stats().PendingRecords}
+}
+
+// Run drains until ctx ends (the broker's background drain).
+func (d *Drainer) Run(ctx context.Context) {
+	backoff := d.opts.Backoff
+	for ctx.Err() == nil {
+		if d.opts.Paused() {
+			d.wait(ctx, d.opts.Interval)
+			continue
+		}
+		if !d.healthy.Load() && d.spool.Empty() {
+			d.probe(ctx) // nothing to replay: find out by ping when the database is back
+			if !d.healthy.Load() {
+				d.wait(ctx, backoff)
+				backoff = min(2*backoff, d.opts.MaxBackoff)
+				continue
+			}
+		}
+		progressed, err := d.Step(ctx)
+		switch {
+		case err != nil:
+			if ctx.Err() == nil {
+				d.opts.Logger.Warn("drain: replay failed, backing off", "err", err, "backoff", backoff)
+			}
+			d.wait(ctx, backoff)
+			backoff = min(2*backoff, d.opts.MaxBackoff)
+		case !progressed:
+			backoff = d.opts.Backoff
+			d.wait(ctx, d.opts.Interval)
+		default:
+			backoff = d.opts.Backoff
+		}
+	}
+}
+
+// Until drains until the spool is empty or deadline passes (the batch-drain job), and
+// returns what it did. Transient failures back off inside the deadline.
+func (d *Drainer) Until(ctx context.Context, deadline time.Time) (Summary, error) {
+	ctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	backoff := d.opts.Backoff
+	var last error
+	for ctx.Err() == nil && !d.spool.Empty() {
+		progressed, err := d.Step(ctx)
+		if err != nil {
+			last = err
+			d.wait(ctx, backoff)
+			backoff = min(2*backoff, d.opts.MaxBackoff)
+			continue
+		}
+		if progressed {
+			last, backoff = nil, d.opts.Backoff
+		}
+	}
+	s := d.Summary()
+	if s.Remaining > 0 && last != nil {
+		return s, last
+	}
+	return s, nil
+}
+
+func (d *Drainer) wait(ctx context.Context, dt time.Duration) {
+	t := time.NewTimer(dt)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	case <-d.kick:
+	}
+}
+
+func (d *Drainer) probe(ctx context.Context) {
+	if d.opts.Ping == nil {
+		return
+	}
+	pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if d.opts.Ping.Ping(pctx) == nil {
+		if !d.healthy.Swap(true) {
+			d.opts.Logger.Info("drain: database reachable again")
+		}
+	}
+}
+
+// errBatch is a batch that did not fully reach the database.
+var errBatch = errors.New("drain: batch not stored")
+
+// Step replays one batch. It reports whether the spool moved forward.
+func (d *Drainer) Step(ctx context.Context) (bool, error) {
+	b, err := d.spool.Next(d.opts.MaxBatch)
+	if err != nil || b == nil {
+		return false, err
+	}
+	stored, dups, failed := d.submit(ctx, b.Records)
+	if failed == 0 {
+		d.headFails = 0
+		if err := d.spool.Commit(b); err != nil {
+			return false, fmt.Errorf("drain: commit %s: %w", b.File, err)
+		}
+		d.replayed.Add(stored)
+		d.duplicates.Add(dups)
+		if !d.healthy.Swap(true) {
+			d.opts.Logger.Info("drain: database reachable again")
+		}
+		return true, nil
+	}
+	if d.opts.Ping != nil {
+		d.healthy.Store(false)
+		d.probe(ctx)
+	}
+	if !d.healthy.Load() || d.opts.Ping == nil {
+		return false, fmt.Errorf("%w: %d of %d records of %s failed (database unreachable)", errBatch, failed, len(b.Records), b.File)
+	}
+	// The database answers: maybe a passing overload (a timeout), maybe a bad record.
+	// Retry the whole batch first; only a batch that keeps failing is taken apart.
+	if d.headFails++; d.headFails < d.opts.Permanent {
+		return false, fmt.Errorf("%w: %d of %d records of %s failed with the database up (attempt %d)",
+			errBatch, failed, len(b.Records), b.File, d.headFails)
+	}
+	d.headFails = 0
+	return d.isolate(ctx, b)
+}
+
+// isolate handles a batch that fails although the database answers: each record is
+// tried on its own, Permanent times, and quarantined when it never passes. Records are
+// tried in order and the batch is committed only when all are stored or quarantined, so
+// a transient failure in the middle keeps the position.
+func (d *Drainer) isolate(ctx context.Context, b *spool.Batch) (bool, error) {
+	var stored, dups int64
+	for i := range b.Records {
+		var lastErr error
+		ok := false
+		for attempt := 0; attempt < d.opts.Permanent && ctx.Err() == nil; attempt++ {
+			s, dd, failed := d.submit(ctx, b.Records[i:i+1])
+			if failed == 0 {
+				stored, dups, ok = stored+s, dups+dd, true
+				break
+			}
+			lastErr = fmt.Errorf("%w: record %d of %s failed %d times with the database up", errBatch, i, b.File, attempt+1)
+			d.wait(ctx, d.opts.Backoff)
+		}
+		if ok {
+			continue
+		}
+		if ctx.Err() != nil {
+			return false, ctx.Err()
+		}
+		if err := d.spool.Quarantine(b, i, lastErr); err != nil {
+			return false, fmt.Errorf("drain: quarantine record %d of %s: %w", i, b.File, err)
+		}
+		d.quarantined.Add(1)
+		d.opts.Logger.Error("drain: record quarantined", "file", b.File, "record", i,
+			"queue", b.Records[i].Queue, "partition", b.Records[i].Partition, "err", lastErr)
+	}
+	if err := d.spool.Commit(b); err != nil {
+		return false, fmt.Errorf("drain: commit %s: %w", b.File, err)
+	}
+	d.replayed.Add(stored)
+	d.duplicates.Add(dups)
+	return true, nil
+}
+
+// submit pushes records through fusion, one group per partition in record order, and
+// waits for every verdict.
+func (d *Drainer) submit(ctx context.Context, recs []spool.Record) (stored, dups, failed int64) {
+	groups := Groups(recs)
+	done := make(chan struct{}, len(groups))
+	for _, g := range groups {
+		g.Done = func() { done <- struct{}{} }
+	}
+	d.batcher.Submit(groups...)
+	for range groups {
+		<-done // fusion always answers (Close answers Error): no need to watch ctx
+	}
+	for _, g := range groups {
+		for _, r := range g.Results {
+			switch r.Status {
+			case fusion.Queued:
+				stored++
+			case fusion.Duplicate:
+				dups++
+			default:
+				failed++
+			}
+		}
+	}
+	return stored, dups, failed
+}
+
+// Groups turns records into fusion groups: one per (tenant, queue, partition), in the
+// order the partitions first appear, frames in record order.
+func Groups(recs []spool.Record) []*fusion.Group {
+	var groups []*fusion.Group
+	idx := make(map[[3]string]int)
+	for _, r := range recs {
+		k := [3]string{r.Tenant, r.Queue, r.Partition}
+		i, ok := idx[k]
+		if !ok {
+			i = len(groups)
+			idx[k] = i
+			groups = append(groups, &fusion.Group{Tenant: r.Tenant, Queue: r.Queue, Partition: r.Partition})
+		}
+		g := groups[i]
+		g.Frames = append(g.Frames, segment.Frame{ID: r.MessageID, TransactionID: r.TransactionID,
+			ProducerSub: r.ProducerSub, TraceID: r.TraceID, HasTrace: r.HasTrace, Encrypted: r.Encrypted, Payload: r.Payload})
+		g.Hashes = append(g.Hashes, dedup.Hash(r.TransactionID))
+	}
+	return groups
+}
