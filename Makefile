@@ -7,13 +7,21 @@ WIRE  := $(GO) run github.com/google/wire/cmd/wire@v0.7.0
 QUEEN_BENCH_SECONDS ?= 10
 export QUEEN_BENCH_SECONDS
 
-.PHONY: all build run test bench bench-pipeline generate vet clean
+.PHONY: all build lambda run test bench bench-pipeline generate vet clean
 
 all: build
 
 build:
 	$(GO) build -o $(BIN)/queen-server ./cmd/server
 	$(GO) build -o $(BIN)/queen-bench ./cmd/queen-bench
+	$(GO) build -o $(BIN)/queen-drain ./cmd/lambda
+
+# The drain job packaged for AWS Lambda's provided.al2023 runtime (README: the batch-drain
+# job): bin/lambda/queen-drain.zip holds the bootstrap executable.
+lambda:
+	mkdir -p $(BIN)/lambda
+	CGO_ENABLED=0 GOOS=linux GOARCH=$${LAMBDA_ARCH:-arm64} $(GO) build -tags lambda.norpc -o $(BIN)/lambda/bootstrap ./cmd/lambda
+	cd $(BIN)/lambda && rm -f queen-drain.zip && python3 -c "import zipfile; z=zipfile.ZipFile('queen-drain.zip','w'); z.write('bootstrap'); z.close()"
 
 run: build
 	./$(BIN)/queen-server

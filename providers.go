@@ -57,6 +57,29 @@ var ProviderSet = wire.NewSet(
 	wire.Struct(new(App), "*"),
 )
 
+// DrainSet builds the batch-drain job: the broker's storage and fusion providers, with a
+// database that must be configured (a drain job never starts an embedded PostgreSQL).
+var DrainSet = wire.NewSet(
+	ProvideLogger,
+	ProvideConfiguredDatabase,
+	ProvideStore,
+	ProvideCodec,
+	ProvideLimiter,
+	ProvideWaker,
+	ProvideBatcher,
+	wire.Bind(new(DrainStore), new(*postgres.Store)),
+	wire.Struct(new(DrainJob), "*"),
+)
+
+// ProvideConfiguredDatabase returns the configured database URL; the drain job has
+// nothing to drain into without one.
+func ProvideConfiguredDatabase(cfg config.Config) (DatabaseURL, error) {
+	if cfg.Embedded() {
+		return "", fmt.Errorf("no database configured: set QUEEN_PG_URL (or PG_HOST, PG_PORT, PG_USER, PG_PASSWORD, PG_DB) to the brokers' PostgreSQL")
+	}
+	return DatabaseURL(cfg.DatabaseURL()), nil
+}
+
 // ProvideLogger builds the process logger from LOG_LEVEL and QUEEN_LOG_JSON.
 func ProvideLogger(cfg config.Config) *slog.Logger {
 	hopts := &slog.HandlerOptions{Level: cfg.SlogLevel()}

@@ -16,3 +16,10 @@ func InitializeApp(ctx context.Context, cfg config.Config) (*App, func(), error)
 	wire.Build(ProviderSet)
 	return nil, nil, nil
 }
+
+// InitializeDrain builds the batch-drain job (cmd/lambda) from the broker's providers:
+// the store, the codec and push fusion, without HTTP, pops or the background drain.
+func InitializeDrain(ctx context.Context, cfg config.Config) (*DrainJob, func(), error) {
+	wire.Build(DrainSet)
+	return nil, nil, nil
+}

@@ -75,3 +75,35 @@ func InitializeApp(ctx context.Context, cfg config.Config) (*App, func(), error)
 		cleanup()
 	}, nil
 }
+
+// InitializeDrain builds the batch-drain job (cmd/lambda) from the broker's providers:
+// the store, the codec and push fusion, without HTTP, pops or the background drain.
+func InitializeDrain(ctx context.Context, cfg config.Config) (*DrainJob, func(), error) {
+	logger := ProvideLogger(cfg)
+	databaseURL, err := ProvideConfiguredDatabase(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	store, cleanup, err := ProvideStore(ctx, databaseURL, cfg, logger)
+	if err != nil {
+		return nil, nil, err
+	}
+	codec, err := ProvideCodec(cfg)
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	limiter := ProvideLimiter(cfg)
+	waker := ProvideWaker()
+	batcher, cleanup2 := ProvideBatcher(store, codec, limiter, waker, cfg, logger)
+	drainJob := &DrainJob{
+		Config:  cfg,
+		Logger:  logger,
+		Store:   store,
+		Batcher: batcher,
+	}
+	return drainJob, func() {
+		cleanup2()
+		cleanup()
+	}, nil
+}
