@@ -164,7 +164,7 @@ func TestAppendNextCommit(t *testing.T) {
 func TestGroupCommit(t *testing.T) {
 	t.Parallel()
 	m := newMemFS()
-	m.st.syncHook = slowSync(2 * time.Millisecond)
+	m.setSyncHook(slowSync(2 * time.Millisecond))
 	s := open(t, m, Options{})
 	const appenders, each = 64, 5
 	var wg sync.WaitGroup
@@ -212,9 +212,7 @@ func TestCrashAfterAppend(t *testing.T) {
 	}
 	// An Append held inside its fsync when the power goes.
 	inSync, release := make(chan struct{}), make(chan struct{})
-	m.st.mu.Lock()
-	m.st.syncHook = func(string) { close(inSync); <-release }
-	m.st.mu.Unlock()
+	m.setSyncHook(func(string) { close(inSync); <-release })
 	errc := make(chan error, 1)
 	go func() { errc <- s.Append(context.Background(), recs(100, 3, "p")) }()
 	<-inSync
@@ -566,11 +564,11 @@ func TestPendingDuringAppend(t *testing.T) {
 	m := newMemFS()
 	inSync, release := make(chan struct{}), make(chan struct{})
 	var once sync.Once
-	m.st.syncHook = func(name string) {
+	m.setSyncHook(func(name string) {
 		if strings.HasSuffix(name, ".tmp") {
 			once.Do(func() { close(inSync); <-release })
 		}
-	}
+	})
 	s := open(t, m, Options{})
 	go func() { _ = s.Append(context.Background(), []Record{rec(1, "p")}) }()
 	<-inSync // header fsync of the new file
