@@ -1,0 +1,216 @@
+package drain
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/queen-go/queen/adapters/memory"
+	"github.com/queen-go/queen/core/fusion"
+	"github.com/queen-go/queen/core/segment"
+	"github.com/queen-go/queen/core/spool"
+	"github.com/queen-go/queen/ports"
+)
+
+const tenant = ports.DefaultTenant
+
+// pinger answers pings while up is true.
+type pinger struct{ up atomic.Bool }
+
+func (p *pinger) Ping(context.Context) error {
+	if p.up.Load() {
+		return nil
+	}
+	return ports.ErrUnavailable
+}
+
+type fixture struct {
+	store *memory.Store
+	codec *segment.Codec
+	sp    *spool.Spool
+	ping  *pinger
+	d     *Drainer
+}
+
+// newFixture spools n records of queue q over partitions p0..p(parts-1), in sequence.
+func newFixture(t *testing.T, q string, n, parts int, opts Options) *fixture {
+	t.Helper()
+	codec, err := segment.NewCodec(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := memory.NewStore()
+	b := fusion.New(store, codec, fusion.Options{})
+	t.Cleanup(func() { _ = b.Close(context.Background()) })
+	sp, err := spool.Open(memory.NewSpoolFS(), spool.Options{EventsPerFile: 7}) // several files
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sp.Close() })
+	for i := range n {
+		if err := sp.Append(context.Background(), []spool.Record{{Tenant: tenant, Queue: q,
+			Partition: fmt.Sprintf("p%d", i%parts), TransactionID: fmt.Sprintf("t%d", i), MessageID: [16]byte{byte(i), 7},
+			Payload: fmt.Appendf(nil, `{"seq":%d}`, i)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ping := &pinger{}
+	ping.up.Store(true)
+	opts.Ping, opts.Backoff, opts.MaxBackoff = ping, time.Millisecond, 5*time.Millisecond
+	return &fixture{store: store, codec: codec, sp: sp, ping: ping, d: New(sp, b, opts)}
+}
+
+// seqs returns the payload sequence numbers stored in a partition, in offset order.
+func (f *fixture) seqs(t *testing.T, q, part string) []string {
+	t.Helper()
+	var out []string
+	for _, sg := range f.store.Segments(tenant, q, part) {
+		frames, err := f.codec.Decode(sg.Blob)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, fr := range frames {
+			out = append(out, strings.TrimSuffix(strings.TrimPrefix(string(fr.Payload), `{"seq":`), "}"))
+		}
+	}
+	return out
+}
+
+func TestUntilReplaysInOrderAndIdempotently(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, "q", 40, 3, Options{MaxBatch: 9})
+	sum, err := f.d.Until(context.Background(), time.Now().Add(10*time.Second))
+	if err != nil || sum.Replayed != 40 || sum.Duplicates != 0 || sum.Remaining != 0 {
+		t.Fatalf("summary %+v, %v", sum, err)
+	}
+	want := map[string]string{"p0": "0 3 6 9 12 15 18 21 24 27 30 33 36 39", "p1": "1 4 7 10 13 16 19 22 25 28 31 34 37",
+		"p2": "2 5 8 11 14 17 20 23 26 29 32 35 38"}
+	for p, w := range want {
+		if got := strings.Join(f.seqs(t, "q", p), " "); got != w {
+			t.Fatalf("%s: %s, want %s", p, got, w)
+		}
+	}
+	// The same records again (a crash before the position reached the disk): duplicates.
+	for i := range 3 {
+		_ = f.sp.Append(context.Background(), []spool.Record{{Tenant: tenant, Queue: "q", Partition: fmt.Sprintf("p%d", i),
+			TransactionID: fmt.Sprintf("t%d", i), Payload: []byte(`{"seq":0}`)}})
+	}
+	sum, err = f.d.Until(context.Background(), time.Now().Add(10*time.Second))
+	if err != nil || sum.Duplicates != 3 || sum.Replayed != 40 {
+		t.Fatalf("replaying stored records: %+v, %v", sum, err)
+	}
+}
+
+func TestTransientFailuresKeepThePosition(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, "q", 20, 2, Options{MaxBatch: 5})
+	var calls atomic.Int32
+	f.ping.up.Store(false)
+	f.store.BeforePush = func([]ports.Segment) error {
+		if calls.Add(1) <= 4 {
+			return ports.ErrUnavailable
+		}
+		f.ping.up.Store(true)
+		return nil
+	}
+	sum, err := f.d.Until(context.Background(), time.Now().Add(10*time.Second))
+	if err != nil || sum.Replayed != 20 || sum.Quarantined != 0 {
+		t.Fatalf("summary %+v, %v", sum, err)
+	}
+	if got := strings.Join(f.seqs(t, "q", "p1"), " "); got != "1 3 5 7 9 11 13 15 17 19" {
+		t.Fatalf("p1 after retries: %s", got)
+	}
+	if !f.d.Healthy() {
+		t.Fatal("still unhealthy after a successful replay")
+	}
+}
+
+func TestAPoisonRecordIsQuarantinedNotDropped(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, "q", 10, 1, Options{MaxBatch: 10, Permanent: 2})
+	f.store.BeforePush = func(segs []ports.Segment) error {
+		for _, sg := range segs {
+			frames, _ := f.codec.Decode(sg.Blob)
+			for _, fr := range frames {
+				if fr.TransactionID == "t4" {
+					return errors.New("rejected: bad record")
+				}
+			}
+		}
+		return nil
+	}
+	sum, err := f.d.Until(context.Background(), time.Now().Add(10*time.Second))
+	if err != nil || sum.Replayed != 9 || sum.Quarantined != 1 || sum.Remaining != 0 {
+		t.Fatalf("summary %+v, %v", sum, err)
+	}
+	if got := strings.Join(f.seqs(t, "q", "p0"), " "); got != "0 1 2 3 5 6 7 8 9" {
+		t.Fatalf("stored %s", got)
+	}
+	if st := f.sp.Stats(); st.Quarantined != 1 {
+		t.Fatalf("spool stats %+v", st)
+	}
+}
+
+func TestUntilStopsAtTheDeadline(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, "q", 10, 1, Options{})
+	f.ping.up.Store(false)
+	f.store.BeforePush = func([]ports.Segment) error { return ports.ErrUnavailable }
+	sum, err := f.d.Until(context.Background(), time.Now().Add(50*time.Millisecond))
+	if err == nil || sum.Remaining != 10 || sum.Replayed != 0 {
+		t.Fatalf("database away: %+v, %v (want an error and everything left)", sum, err)
+	}
+}
+
+func TestRunPausesAndResumes(t *testing.T) {
+	t.Parallel()
+	var paused atomic.Bool
+	paused.Store(true)
+	f := newFixture(t, "q", 5, 1, Options{Interval: time.Millisecond, Paused: paused.Load})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f.d.Run(ctx)
+	}()
+	time.Sleep(30 * time.Millisecond)
+	if n := len(f.seqs(t, "q", "p0")); n != 0 {
+		t.Fatalf("%d records replayed while paused", n)
+	}
+	paused.Store(false)
+	deadline := time.Now().Add(5 * time.Second)
+	for !f.sp.Empty() && time.Now().Before(deadline) {
+		time.Sleep(2 * time.Millisecond)
+	}
+	cancel()
+	<-done
+	if got := strings.Join(f.seqs(t, "q", "p0"), " "); got != "0 1 2 3 4" {
+		t.Fatalf("after resuming: %s", got)
+	}
+}
+
+func TestUnhealthyUntilTheDatabaseAnswers(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, "q", 0, 1, Options{Interval: time.Millisecond})
+	f.ping.up.Store(false)
+	f.d.Unhealthy()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go f.d.Run(ctx)
+	time.Sleep(20 * time.Millisecond)
+	if f.d.Healthy() {
+		t.Fatal("healthy while pings fail")
+	}
+	f.ping.up.Store(true)
+	deadline := time.Now().Add(5 * time.Second)
+	for !f.d.Healthy() {
+		if time.Now().After(deadline) {
+			t.Fatal("never healthy again after the database came back")
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}

@@ -1,0 +1,116 @@
+package push
+
+import (
+	"context"
+	"sync/atomic"
+	"syscall"
+	"testing"
+
+	"github.com/queen-go/queen/adapters/memory"
+	"github.com/queen-go/queen/core/spool"
+	"github.com/queen-go/queen/ports"
+)
+
+// spoolFixture is a push service whose bundles can be failed and whose spool sits on a
+// fault-injecting file system.
+func spoolFixture(t *testing.T, divert *atomic.Bool) (*fixture, *memory.SpoolFS, *spool.Spool, *atomic.Int32) {
+	t.Helper()
+	fsys := memory.NewSpoolFS()
+	sp, err := spool.Open(fsys, spool.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sp.Close() })
+	failed := new(atomic.Int32)
+	f := newFixture(t, Options{Spool: sp, Divert: divert.Load, BundleFailed: func() { failed.Add(1) }})
+	return f, fsys, sp, failed
+}
+
+func statuses(res []Result) string {
+	s := ""
+	for _, r := range res {
+		s += string(r.Status) + " "
+	}
+	return s
+}
+
+func TestFailedBundlesAreSpooled(t *testing.T) {
+	t.Parallel()
+	var divert atomic.Bool
+	f, _, sp, failed := spoolFixture(t, &divert)
+	f.store.BeforePush = func([]ports.Segment) error { return ports.ErrUnavailable }
+	res := f.svc.Push(context.Background(), tenant, "", []Item{
+		{Queue: "q", Partition: "a", Payload: []byte(`1`), TransactionID: "x"},
+		{Queue: "q", Partition: "a", Payload: []byte(`2`), TransactionID: "x"}, // a follower: buffered too
+		{Queue: "q", Partition: "b", Payload: []byte(`3`)},
+	})
+	if got := statuses(res); got != "buffered buffered buffered " {
+		t.Fatalf("statuses %s", got)
+	}
+	if st := sp.Stats(); st.PendingRecords != 2 || failed.Load() == 0 {
+		t.Fatalf("spooled %d records (want 2: the follower is not stored twice), BundleFailed %d", st.PendingRecords, failed.Load())
+	}
+	// The database is back, but partition a still has spooled records: a new push to it
+	// goes behind them; partition c has none and commits.
+	f.store.BeforePush = nil
+	res = f.svc.Push(context.Background(), tenant, "", []Item{
+		{Queue: "q", Partition: "a", Payload: []byte(`4`)},
+		{Queue: "q", Partition: "c", Payload: []byte(`5`)},
+	})
+	if got := statuses(res); got != "buffered queued " {
+		t.Fatalf("after recovery: %s", got)
+	}
+}
+
+func TestDivertSpoolsWithoutTryingTheDatabase(t *testing.T) {
+	t.Parallel()
+	var divert atomic.Bool
+	divert.Store(true)
+	f, _, sp, _ := spoolFixture(t, &divert)
+	var bundles atomic.Int32
+	f.store.BeforePush = func([]ports.Segment) error { bundles.Add(1); return nil }
+	res := f.svc.Push(context.Background(), tenant, "", []Item{{Queue: "q", Payload: []byte(`1`)}, {Queue: "r", Payload: []byte(`2`)}})
+	if got := statuses(res); got != "buffered buffered " || bundles.Load() != 0 || sp.Stats().PendingRecords != 2 {
+		t.Fatalf("statuses %s, bundles %d, spooled %d", got, bundles.Load(), sp.Stats().PendingRecords)
+	}
+}
+
+// TestFullDiskAnswersFailed: when the spool cannot make the items durable, they are
+// failed, never buffered (buffered promises the record is on disk).
+func TestFullDiskAnswersFailed(t *testing.T) {
+	t.Parallel()
+	for _, op := range []string{"write", "sync"} {
+		t.Run(op, func(t *testing.T) {
+			t.Parallel()
+			var divert atomic.Bool
+			f, fsys, sp, _ := spoolFixture(t, &divert)
+			f.store.BeforePush = func([]ports.Segment) error { return ports.ErrUnavailable }
+			fsys.SetFault(func(o, _ string) error {
+				if o == op || o == "create" {
+					return syscall.ENOSPC
+				}
+				return nil
+			}, true)
+			res := f.svc.Push(context.Background(), tenant, "", []Item{{Queue: "q", Payload: []byte(`1`)}, {Queue: "q", Payload: []byte(`2`)}})
+			if got := statuses(res); got != "failed failed " {
+				t.Fatalf("statuses %s", got)
+			}
+			divert.Store(true)
+			res = f.svc.Push(context.Background(), tenant, "", []Item{{Queue: "q", Partition: "other", Payload: []byte(`3`)}})
+			if got := statuses(res); got != "failed " {
+				t.Fatalf("diverted push on a full disk: %s", got)
+			}
+			// Space again: the spool works and nothing of the failed pushes is in it.
+			fsys.SetFault(nil, false)
+			res = f.svc.Push(context.Background(), tenant, "", []Item{{Queue: "q", Partition: "later", Payload: []byte(`4`)}})
+			if got := statuses(res); got != "buffered " {
+				t.Fatalf("after the disk recovered: %s", got)
+			}
+			b, err := sp.Next(100)
+			if err != nil || b == nil || len(b.Records) != 1 || string(b.Records[0].Payload) != "4" {
+				t.Fatalf("spool content %+v, %v", b, err)
+			}
+		})
+	}
+}
+
