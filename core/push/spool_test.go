@@ -113,4 +113,3 @@ func TestFullDiskAnswersFailed(t *testing.T) {
 		})
 	}
 }
-
