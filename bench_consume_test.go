@@ -154,7 +154,7 @@ func (s *durations) sorted() []time.Duration {
 }
 
 // BenchmarkPopAck: throughput of the consume path. A queue of 1000 partitions is
-// prefilled (200,000 messages, or 20,000 per second of QUEEN_BENCH_SECONDS if more;
+// prefilled (40,000 messages per second of QUEEN_BENCH_SECONDS, at least 200,000;
 // timed apart), then 8 consumers pop (wildcard, batch=100) and ack everything popped in
 // one ack/batch, until QUEEN_BENCH_SECONDS (10) elapse or the queue is drained. Reports
 // acked msgs/s and the pop+ack cycle's p50/p99. Run with -benchtime 1x.
@@ -165,7 +165,7 @@ func BenchmarkPopAck(b *testing.B) {
 		popPath   = "/api/v1/pop/queue/" + queue + "?batch=100"
 	)
 	d := benchDuration()
-	total := max(200_000, int(20_000*d.Seconds())) / 1000 * 1000
+	total := max(200_000, int(40_000*d.Seconds())) / 1000 * 1000
 	b.ReportAllocs()
 	for b.Loop() {
 		a := startApp(b, nil)
@@ -259,6 +259,7 @@ func BenchmarkPushToPopLatency(b *testing.B) {
 		}
 		var (
 			pushed, acked, sendErrs, popErrs atomic.Int64
+			pops                             atomic.Int64 // answers with messages
 			maxBacklog                       atomic.Int64
 			lat, lag, pushLat                durations
 			stopping                         atomic.Bool
@@ -277,6 +278,7 @@ func BenchmarkPushToPopLatency(b *testing.B) {
 				var mine []time.Duration
 				for !stopping.Load() {
 					n, _, _, err := popAndAck(cons[c], &buf, popPath, func(p *benchPop, at time.Time) {
+						pops.Add(1)
 						for _, m := range p.Messages {
 							if m.Data.T >= measureFrom {
 								mine = append(mine, time.Duration(at.UnixNano()-m.Data.T))
@@ -373,10 +375,10 @@ func BenchmarkPushToPopLatency(b *testing.B) {
 		b.ReportMetric(percentile(pl, 0.50), "push-p50_ms")
 		b.ReportMetric(float64(backlog), "backlog")
 		b.ReportMetric(float64(maxBacklog.Load()), "backlog-max")
-		b.Logf("latency: %d msgs pushed in %v (%.0f msgs/s, %d push errors; push answered in p50 %.1f ms p99 %.1f ms; send lag p50 %.2f ms p99 %.2f ms), %d acked, %d pop/ack errors; "+
+		b.Logf("latency: %d msgs pushed in %v (%.0f msgs/s, %d push errors; push answered in p50 %.1f ms p99 %.1f ms; send lag p50 %.2f ms p99 %.2f ms), %d acked in %d pops, %d pop/ack errors; "+
 			"push-to-pop p50 %.1f ms p90 %.1f ms p99 %.1f ms max %.1f ms over %d msgs; backlog at the end %d (max %d), drained in %v",
 			sent, elapsed.Round(time.Millisecond), float64(sent)/elapsed.Seconds(), sendErrs.Load(), percentile(pl, 0.5), percentile(pl, 0.99),
-			percentile(lg, 0.5), percentile(lg, 0.99), acked.Load(), popErrs.Load(),
+			percentile(lg, 0.5), percentile(lg, 0.99), acked.Load(), pops.Load(), popErrs.Load(),
 			percentile(l, 0.5), percentile(l, 0.9), percentile(l, 0.99), percentile(l, 1), len(l),
 			backlog, maxBacklog.Load(), drain.Round(time.Millisecond))
 		if sendErrs.Load() > 0 || popErrs.Load() > 0 || left > 0 {
