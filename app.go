@@ -10,8 +10,10 @@ import (
 
 	"github.com/queen-go/queen/adapters/postgres"
 	"github.com/queen-go/queen/config"
+	"github.com/queen-go/queen/core/drain"
 	"github.com/queen-go/queen/core/fusion"
 	"github.com/queen-go/queen/core/push"
+	"github.com/queen-go/queen/core/spool"
 	"github.com/queen-go/queen/core/vegas"
 )
 
@@ -23,6 +25,8 @@ type App struct {
 	Batcher *fusion.Batcher
 	Push    *push.Service
 	Limiter *vegas.Limiter
+	Spool   *spool.Spool
+	Drainer *drain.Drainer
 	HTTP    *http.Server
 }
 

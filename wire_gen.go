@@ -64,6 +64,8 @@ func InitializeApp(ctx context.Context, cfg config.Config) (*App, func(), error)
 		Batcher: batcher,
 		Push:    service,
 		Limiter: limiter,
+		Spool:   spool,
+		Drainer: drainer,
 		HTTP:    server,
 	}
 	return app, func() {
