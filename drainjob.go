@@ -83,7 +83,7 @@ func (j *DrainJob) drainDir(ctx context.Context, dir string, deadline time.Time)
 			j.Logger.Error("drain: close spool", "dir", dir, "err", err)
 		}
 	}()
-	d := drain.New(sp, j.Batcher, drain.Options{MaxBatch: j.Config.SpoolBatch, Interval: j.Config.SpoolFlush,
+	d := drain.New(sp, j.Batcher, drain.Options{MaxBatch: j.Config.SpoolBatch, BundleMax: j.Config.BundleMax, Interval: j.Config.SpoolFlush,
 		Ping: j.Store, Logger: j.Logger.With("dir", dir)})
 	s, err := d.Until(ctx, deadline)
 	ds.Summary = s

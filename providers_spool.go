@@ -59,7 +59,7 @@ func ProvideSpool(cfg config.Config, log *slog.Logger) (*spool.Spool, func(), er
 // ProvideDrainer starts the background replay of the spool; the cleanup stops it before
 // fusion closes. Replay pauses during push maintenance.
 func ProvideDrainer(sp *spool.Spool, b *fusion.Batcher, store *postgres.Store, m *maintenance.Flags, cfg config.Config, log *slog.Logger) (*drain.Drainer, func()) {
-	d := drain.New(sp, b, drain.Options{MaxBatch: cfg.SpoolBatch, Interval: cfg.SpoolFlush, Paused: m.Push,
+	d := drain.New(sp, b, drain.Options{MaxBatch: cfg.SpoolBatch, BundleMax: cfg.BundleMax, Interval: cfg.SpoolFlush, Paused: m.Push,
 		Ping: store, Logger: log.With("target", "drain")})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})

@@ -182,4 +182,3 @@ func TestLambdaInvocation(t *testing.T) {
 		t.Fatalf("stored %v", got)
 	}
 }
-

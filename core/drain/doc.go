@@ -1,8 +1,11 @@
 // Package drain replays the spool into PostgreSQL: the background drain of a broker and
 // the whole job of the batch-drain command (cmd/lambda, queen-drain).
 //
-// Replay goes oldest first, in batches of at most MaxBatch records (FILE_BUFFER_MAX_BATCH),
-// each batch submitted to push fusion as one group per (tenant, queue, partition) with the
+// Replay goes oldest first, one step at a time: a step reads up to MaxBatch x BundleMax
+// records (FILE_BUFFER_MAX_BATCH per partition segment, QUEEN_V2_BUNDLE_MAX partitions per
+// bundle: the records an outage leaves are usually spread over many partitions, and
+// stepping one bundle's worth at a time would commit bundles of one-record segments),
+// submitted to push fusion as one group per (tenant, queue, partition) with the
 // records' original message ids and transactionIds, so it reaches the database through
 // the same bundle function and allocator as every push, and dedup makes a replay of an
 // already committed record a harmless duplicate. A batch is committed in the spool only

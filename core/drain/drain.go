@@ -17,7 +17,8 @@ import (
 
 // Options tunes a Drainer; zero values take the defaults in brackets.
 type Options struct {
-	MaxBatch   int           // [100] FILE_BUFFER_MAX_BATCH: records per replay batch
+	MaxBatch   int           // [100] FILE_BUFFER_MAX_BATCH: records per partition segment of a replay bundle
+	BundleMax  int           // [16] QUEEN_V2_BUNDLE_MAX: partitions per bundle; a step reads MaxBatch x BundleMax records
 	Interval   time.Duration // [100 ms] FILE_BUFFER_FLUSH_MS: idle re-check period
 	Backoff    time.Duration // [100 ms] first retry delay after a failed batch
 	MaxBackoff time.Duration // [5 s]
@@ -30,6 +31,9 @@ type Options struct {
 func (o *Options) defaults() {
 	if o.MaxBatch <= 0 {
 		o.MaxBatch = 100
+	}
+	if o.BundleMax <= 0 {
+		o.BundleMax = 16
 	}
 	if o.Interval <= 0 {
 		o.Interval = 100 * time.Millisecond
@@ -195,7 +199,7 @@ var errBatch = errors.New("drain: batch not stored")
 
 // Step replays one batch. It reports whether the spool moved forward.
 func (d *Drainer) Step(ctx context.Context) (bool, error) {
-	b, err := d.spool.Next(d.opts.MaxBatch)
+	b, err := d.spool.Next(d.opts.MaxBatch * d.opts.BundleMax)
 	if err != nil || b == nil {
 		return false, err
 	}
