@@ -73,6 +73,9 @@ DECLARE
     v_retry    integer;
     v_to_dlq   boolean;
     v_now      timestamptz := clock_timestamp();
+    v_span_idx integer[];
+    v_span_off bigint[];
+    v_k        integer;
 BEGIN
     IF coalesce(cardinality(p_groups), 0) <> v_n OR coalesce(cardinality(p_hashes), 0) <> v_n
        OR coalesce(cardinality(p_txn_ids), 0) <> v_n OR coalesce(cardinality(p_statuses), 0) <> v_n
@@ -109,6 +112,26 @@ BEGIN
          WHERE lp.id = g.pid;
         v_live := c.lease_id IS NOT NULL AND c.lease_expires_at > v_now;
 
+        -- Resolve the items of the delivered span (the common case) with one hash join
+        -- over its hash sidecar rows: per-item probes rescan every segment after the
+        -- cursor, which costs O(backlog) per item on a deep partition. The rest (below
+        -- the cursor, or unknown) go through log_resolve_v1 in the item loop.
+        IF c.batch_end > c.committed THEN
+            SELECT array_agg(m.i), array_agg(m.off) INTO v_span_idx, v_span_off FROM (
+                SELECT u.i::integer AS i, max(x.off) AS off
+                  FROM unnest(p_pids, p_groups, p_hashes) WITH ORDINALITY AS u(pid, grp, h, i)
+                  JOIN (SELECT t.base_offset + s.k AS off, substring(t.hashes FROM s.k * 16 + 1 FOR 16) AS h
+                          FROM queen.log_txns t
+                         CROSS JOIN LATERAL generate_series(0, (t.end_offset - t.base_offset)::integer) AS s(k)
+                         WHERE t.partition_id = g.pid AND t.end_offset > c.committed
+                           AND t.base_offset <= c.batch_end) x ON x.h = u.h
+                 WHERE u.pid = g.pid AND u.grp = g.grp AND x.off <= c.batch_end
+                 GROUP BY u.i) m;
+            FOR v_k IN 1 .. coalesce(cardinality(v_span_idx), 0) LOOP
+                v_off[v_span_idx[v_k]] := v_span_off[v_k];
+            END LOOP;
+        END IF;
+
         -- Per item: fence, resolve, classify. Valid items are inside the delivered span.
         v_valid := '{}';
         FOR v_i IN 1 .. v_n LOOP
@@ -122,7 +145,7 @@ BEGIN
                 END IF;
                 CONTINUE;
             END IF;
-            v_off[v_i] := queen.log_resolve_v1(g.pid, p_hashes[v_i], c.committed, q.res_window);
+            v_off[v_i] := coalesce(v_off[v_i], queen.log_resolve_v1(g.pid, p_hashes[v_i], c.committed, q.res_window));
             IF v_off[v_i] IS NULL THEN
                 v_err[v_i] := 'transactionId not found in partition';
                 IF p_strict THEN
