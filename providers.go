@@ -149,7 +149,7 @@ func ProvideBatcher(store *postgres.Store, codec *segment.Codec, limiter *vegas.
 	b := fusion.New(store, codec, fusion.Options{
 		Shards: cfg.FusionShards, BundleMax: cfg.BundleMax, Hold: cfg.FusionHold,
 		Limiter: limiter, Logger: log.With("target", "fusion"),
-		Committed: func(tenant, queue, _ string) { waker.Notify(consume.Key(tenant, queue)) },
+		Committed: func(tenant, queue, partition string) { waker.Notify(consume.Key(tenant, queue), partition) },
 	})
 	return b, func() {
 		ctx, cancel := context.WithTimeout(context.Background(), cfg.StatementTimeout+5*time.Second)
@@ -178,7 +178,7 @@ func ProvidePushService(b *fusion.Batcher, sealer *envelope.Sealer, store *postg
 	return push.New(b, push.Options{
 		Sealer: sealer, Settings: store, CacheTTL: cfg.CacheRefresh, Logger: log,
 		Transactions: store, Codec: codec,
-		Committed:    func(tenant, queue, _ string) { waker.Notify(consume.Key(tenant, queue)) },
+		Committed:    func(tenant, queue, partition string) { waker.Notify(consume.Key(tenant, queue), partition) },
 		Spool:        sp,
 		Divert:       func() bool { return m.Push() || !d.Healthy() },
 		BundleFailed: d.Unhealthy,

@@ -108,18 +108,20 @@ func (s *Service) Pop(ctx context.Context, req ports.PopRequest, wait time.Durat
 	}
 	deadline := time.Now().Add(wait)
 	for empties := 0; ; empties++ {
-		// Subscribe before claiming: a commit between an empty claim and the wait
-		// closes this channel, so it is never missed.
-		var woken <-chan struct{}
+		// Register before claiming: a commit between an empty claim and the wait
+		// wakes this registration, so it is never missed.
+		var parked *Wait
 		if wait > 0 {
-			woken = s.wakeFor(req)
+			parked = s.park(req)
 		}
 		if s.opts.Paused == nil || !s.opts.Paused() {
 			claims, err := s.store.Pop(ctx, req)
 			if err != nil {
+				parked.Done(false)
 				return nil, err
 			}
 			if len(claims) > 0 {
+				parked.Done(false) // a wake that came during the claim may be for data left behind
 				if ctx.Err() != nil {
 					return nil, s.release(req, claims, ctx.Err())
 				}
@@ -128,17 +130,20 @@ func (s *Service) Pop(ctx context.Context, req ports.PopRequest, wait time.Durat
 		}
 		left := time.Until(deadline)
 		if wait <= 0 || left <= 0 {
+			parked.Done(false)
 			return nil, nil
 		}
 		t := time.NewTimer(min(s.interval(empties), left))
 		select {
 		case <-ctx.Done():
 			t.Stop()
+			parked.Done(false)
 			return nil, ctx.Err()
-		case <-woken:
+		case <-parked.C():
 		case <-t.C:
 		}
 		t.Stop()
+		parked.Done(true) // about to claim again
 	}
 }
 
@@ -155,15 +160,16 @@ func (s *Service) release(req ports.PopRequest, claims []ports.Claim, why error)
 	return why
 }
 
-func (s *Service) wakeFor(req ports.PopRequest) <-chan struct{} {
+// park registers req as a parked pop.
+func (s *Service) park(req ports.PopRequest) *Wait {
 	if req.Queue == "" {
-		return s.opts.Waker.WaitAny()
+		return s.opts.Waker.WaitAny(req.Group)
 	}
 	tenant := req.Tenant
 	if tenant == "" {
 		tenant = ports.DefaultTenant
 	}
-	return s.opts.Waker.Wait(Key(tenant, req.Queue))
+	return s.opts.Waker.Wait(Key(tenant, req.Queue), req.Group, req.Partition)
 }
 
 // interval is the re-check delay after the given number of consecutive empty pops.

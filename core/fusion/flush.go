@@ -100,7 +100,7 @@ func (b *Batcher) apply(fp flushPart, pl plan, res ports.SegmentResult) []ref {
 	switch res.Status {
 	case ports.SegmentQueued:
 		if b.opts.Committed != nil {
-			b.opts.Committed(fp.p.tenant, fp.p.queue, res.PartitionID)
+			b.opts.Committed(fp.p.tenant, fp.p.queue, fp.p.partition)
 		}
 		for j, r := range fp.refs {
 			first := fp.refs[pl.firsts[j]]

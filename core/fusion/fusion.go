@@ -63,9 +63,9 @@ type Options struct {
 	// CacheEntries bounds the dedup cache (hashes remembered across all shards, about
 	// 64 bytes each) [8,000,000 ≈ 512 MB, QUEEN_DEDUP_CACHE_MB]; negative disables it.
 	CacheEntries int
-	// Committed, when set, is called once per committed segment (from the flushing
-	// goroutine, so it must not block): parked pops of the queue wake on it.
-	Committed func(tenant, queue, partitionID string)
+	// Committed, when set, is called once per committed segment with its partition's
+	// name (from the flushing goroutine, so it must not block): parked pops wake on it.
+	Committed func(tenant, queue, partition string)
 }
 
 func (o *Options) defaults() {

@@ -94,8 +94,9 @@ type Options struct {
 	// Transactions and Codec enable Transaction (api.md §5.4).
 	Transactions ports.TransactionStore
 	Codec        *segment.Codec
-	// Committed, when set, is called for every segment a transaction committed.
-	Committed func(tenant, queue, partitionID string)
+	// Committed, when set, is called for every segment a transaction committed, with
+	// its partition's name.
+	Committed func(tenant, queue, partition string)
 
 	// Spool, when set, keeps what the database did not take: items of a failed bundle
 	// are spooled and answered buffered (failed when the spool write fails too).

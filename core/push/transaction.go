@@ -71,7 +71,7 @@ func (s *Service) Transaction(ctx context.Context, tenant, producerSub string, o
 			res.Offset, res.HasOffset = r.BaseOffset+int64(l.frame), true
 		}
 		if s.opts.Committed != nil {
-			s.opts.Committed(tenant, segs[k].Queue, r.PartitionID)
+			s.opts.Committed(tenant, segs[k].Queue, segs[k].Partition)
 		}
 	}
 	for k, r := range acked {
