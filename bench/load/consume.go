@@ -26,7 +26,7 @@ type ConsumeConfig struct {
 // RunConsume pops and acknowledges, reporting msgs/s, pop latency, empties and errors.
 func RunConsume(ctx context.Context, cfg ConsumeConfig) (Summary, error) {
 	m := NewMeter("consume", cfg.Out, "msgs", "pops", "empty", "acks", "ackFailed", "ackRefused", "errors")
-	timeout := time.Duration(cfg.TimeoutMS)*time.Millisecond + 30*time.Second
+	timeout := time.Duration(cfg.TimeoutMS)*time.Millisecond + 10*time.Second
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	err := Workers(ctx, cfg.URL, cfg.Consumers, timeout, m, cfg.Duration, func(ctx context.Context, w int, c *Client) error {
@@ -66,6 +66,9 @@ func RunConsume(ctx context.Context, cfg ConsumeConfig) (Summary, error) {
 				m.Add("ackFailed", 1)
 			}
 			refused, err := c.Ack(b, "", failed)
+			if ctx.Err() != nil && err != nil {
+				return nil // aborted at the end of the run
+			}
 			m.Add("acks", 1)
 			if err != nil {
 				m.Add("errors", 1)

@@ -61,17 +61,22 @@ func Pace(ctx context.Context, rate float64, ramp time.Duration) <-chan time.Tim
 // RunLatency measures push-to-pop latency: a paced producer, parked long-poll consumers.
 func RunLatency(ctx context.Context, cfg LatencyConfig) (Summary, error) {
 	m := NewMeter("latency", cfg.Out, "pushed", "consumed", "empty", "errors")
-	m.Gauge("backlog", func() int64 { return m.Get("pushed") - m.Get("consumed") })
+	// A message can be consumed before its push is answered: the backlog is never negative.
+	m.Gauge("backlog", func() int64 { return max(m.Get("pushed")-m.Get("consumed"), 0) })
 	runCtx, cancel := context.WithTimeout(ctx, cfg.Duration)
 	defer cancel()
 	ticks := Pace(runCtx, cfg.Rate, 0)
 	var seq atomic.Int64
+	var pushLat, sendLag Hist // push round trip; scheduled instant to send
 	producers := func(ctx context.Context, w int, c *Client) error {
 		for at := range ticks {
 			n := seq.Add(1)
 			body := fmt.Appendf(nil, `{"t":%d}`, at.UnixNano())
+			t0 := time.Now()
+			sendLag.Record(t0.Sub(at))
 			bad, err := c.Push([]Item{{Queue: cfg.Queue, Partition: fmt.Sprintf("p%d", rand.IntN(cfg.Partitions)),
 				TransactionID: fmt.Sprintf("lat-%d", n), Payload: body}})
+			pushLat.Record(time.Since(t0))
 			if ctx.Err() != nil && err != nil {
 				return nil // aborted at the end of the run
 			}
@@ -87,9 +92,6 @@ func RunLatency(ctx context.Context, cfg LatencyConfig) (Summary, error) {
 		path := PopParams{Queue: cfg.Queue, Batch: cfg.Batch, Partitions: cfg.PopParts, Wait: true, TimeoutMS: cfg.TimeoutMS}.Path()
 		for ctx.Err() == nil {
 			b, err := c.Pop(path)
-			if ctx.Err() != nil {
-				return nil
-			}
 			if err != nil {
 				m.Add("errors", 1)
 				continue
@@ -108,7 +110,7 @@ func RunLatency(ctx context.Context, cfg LatencyConfig) (Summary, error) {
 				}
 			}
 			m.Add("consumed", int64(len(b.Messages)))
-			if _, err := c.Ack(b, "", nil); err != nil {
+			if _, err := c.Ack(b, "", nil); err != nil && ctx.Err() == nil {
 				m.Add("errors", 1)
 			}
 		}
@@ -120,7 +122,7 @@ func RunLatency(ctx context.Context, cfg LatencyConfig) (Summary, error) {
 	consumeCtx, stopConsumers := context.WithCancel(ctx)
 	defer stopConsumers()
 	go func() {
-		done <- Workers(consumeCtx, cfg.URL, cfg.Consumers, time.Duration(cfg.TimeoutMS)*time.Millisecond+30*time.Second,
+		done <- Workers(consumeCtx, cfg.URL, cfg.Consumers, time.Duration(cfg.TimeoutMS)*time.Millisecond+10*time.Second,
 			nil, 0, consumers)
 	}()
 	err := Workers(runCtx, cfg.URL, cfg.Producers, 30*time.Second, m, 0, producers)
@@ -130,6 +132,8 @@ func RunLatency(ctx context.Context, cfg LatencyConfig) (Summary, error) {
 	}
 	stopConsumers()
 	s := m.Stop()
+	s.Extra = map[string]any{"push_p50_ms": pushLat.Quantile(0.5), "push_p99_ms": pushLat.Quantile(0.99),
+		"send_lag_p50_ms": sendLag.Quantile(0.5), "send_lag_p99_ms": sendLag.Quantile(0.99)}
 	if cerr := <-done; err == nil {
 		err = cerr
 	}

@@ -91,20 +91,17 @@ func (p *pipeline) consumers(ctx context.Context, wg *sync.WaitGroup, errc chan<
 	path := PopParams{Queue: queue, Group: group, Batch: p.cfg.PopBatch, Partitions: p.cfg.PopParts,
 		Wait: true, TimeoutMS: 1000, SubscriptionMode: "all"}.Path()
 	for range p.cfg.Consumers {
-		cl, err := NewClient(p.cfg.URL, 60*time.Second)
+		// A consumer stops after its current pop (at most its 1 s long poll) and acks what
+		// that pop got: a pop dropped by the client would keep its lease on the broker.
+		cl, err := NewClient(p.cfg.URL, 30*time.Second)
 		if err != nil {
 			errc <- err
 			return
 		}
 		wg.Go(func() {
-			stop := context.AfterFunc(ctx, cl.Abort)
-			defer stop()
 			defer cl.Close()
 			for ctx.Err() == nil {
 				b, err := cl.Pop(path)
-				if ctx.Err() != nil {
-					return
-				}
 				if err != nil {
 					p.m.Add("popErr", 1)
 					fmt.Fprintf(p.cfg.Out, "pipeline: pop %s/%s: %v\n", queue, group, err)
@@ -116,7 +113,10 @@ func (p *pipeline) consumers(ctx context.Context, wg *sync.WaitGroup, errc chan<
 				}
 				p.observe(st, b, work == nil)
 				if work != nil {
-					work(ctx, cl, b)
+					// Finish the batch even after the stop: its derived messages, then its ack.
+					wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+					work(wctx, cl, b)
+					cancel()
 				}
 				p.ack(ctx, cl, b)
 			}

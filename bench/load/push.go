@@ -78,7 +78,9 @@ func RunPush(ctx context.Context, cfg PushConfig) (Summary, error) {
 
 // Workers runs fn on n workers, each with its own connection, for d (0 = until fn
 // returns or ctx ends), with m's progress lines (m may be nil). A worker error stops
-// the run. When the run ends, requests in progress are aborted.
+// the run. When the run ends, each worker finishes the request in progress (bounded by
+// the client timeout) rather than dropping it: a pop dropped by the client still holds
+// its lease on the broker, and would block its partitions for the next run.
 func Workers(ctx context.Context, url string, n int, timeout time.Duration, m *Meter, d time.Duration,
 	fn func(ctx context.Context, w int, c *Client) error) error {
 	if d > 0 {
@@ -98,8 +100,6 @@ func Workers(ctx context.Context, url string, n int, timeout time.Duration, m *M
 			return err
 		}
 		wg.Go(func() {
-			stop := context.AfterFunc(ctx, c.Abort) // unblock parked long polls at the end
-			defer stop()
 			defer c.Close()
 			if err := fn(ctx, w, c); err != nil {
 				cancel(err)

@@ -94,12 +94,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		addCommon(10 * time.Second)
 		fs.StringVar(&c.Queue, "queue", "bench-latency", "queue")
 		fs.Float64Var(&c.Rate, "rate", 500, "messages per second, one per request")
-		fs.IntVar(&c.Producers, "producers", 8, "producer connections")
+		fs.IntVar(&c.Producers, "producers", 32, "producer connections (each pushes one message at a time: enough of them that a slow push does not delay the next scheduled ones)")
 		fs.IntVar(&c.Partitions, "partitions", 100, "partitions")
 		fs.IntVar(&c.Consumers, "consumers", 8, "long-poll consumers")
 		fs.IntVar(&c.Batch, "batch", 100, "pop batch")
 		fs.IntVar(&c.PopParts, "pop-partitions", 10, "partitions per pop")
-		fs.IntVar(&c.TimeoutMS, "timeout", 30000, "long-poll timeout, ms")
+		fs.IntVar(&c.TimeoutMS, "timeout", 5000, "long-poll timeout, ms (parked pops wake on commits; this only bounds an idle wait, and the run's end)")
 		runMode = func() (int, error) {
 			c.Common = common
 			s, err := load.RunLatency(ctx, c)
