@@ -144,8 +144,9 @@ func (p *pipeline) observe(st *stage, b *Batch, last bool) {
 	p.m.Add(st.counter, int64(len(b.Messages)))
 }
 
-// firstStage simulates the work, then re-emits each entity's derived messages as one
-// batched push (the array order is the append order), before the batch is acked.
+// firstStage simulates the work, then re-emits the batch's derived messages, each
+// entity's in order and contiguous, in one push: the array order is the append order,
+// and each partition's share of a push is appended atomically.
 func (p *pipeline) firstStage(ctx context.Context, f flow, cl *Client, b *Batch) {
 	w := p.cfg.WorkMin
 	if span := p.cfg.WorkMax - p.cfg.WorkMin; span > 0 {
@@ -165,10 +166,12 @@ func (p *pipeline) firstStage(ctx context.Context, f flow, cl *Client, b *Batch)
 		byEntity[pm.E] = append(byEntity[pm.E], Item{Queue: f.derived, Partition: partition(pm.E),
 			TransactionID: fmt.Sprintf("%s.d", msg.TransactionID), Payload: msg.Data})
 	}
+	items := make([]Item, 0, len(b.Messages))
 	for _, e := range order {
-		if p.pushRetrying(ctx, cl, byEntity[e]) {
-			p.m.Add("derived", int64(len(byEntity[e])))
-		}
+		items = append(items, byEntity[e]...)
+	}
+	if len(items) > 0 && p.pushRetrying(ctx, cl, items) {
+		p.m.Add("derived", int64(len(items)))
 	}
 }
 
