@@ -30,9 +30,10 @@ func statusErr(op string, code int, body []byte) error {
 	return &StatusError{Op: op, Code: code, Body: string(body)}
 }
 
-// Push posts items and returns how many the broker did not store (status other than
-// queued or duplicate), reading only the status fields of the answer.
-func (c *Client) Push(items []Item) (notStored int, err error) {
+// Push posts items and returns how many the broker did not accept (status other than
+// queued, duplicate or buffered) and how many of the accepted ones it spooled
+// (buffered: on disk, replayed later), reading only the status fields of the answer.
+func (c *Client) Push(items []Item) (notStored, buffered int, err error) {
 	body := make([]byte, 0, 64+len(items)*96)
 	body = append(body, `{"items":[`...)
 	for i, it := range items {
@@ -54,23 +55,27 @@ func (c *Client) Push(items []Item) (notStored int, err error) {
 	body = append(body, "]}"...)
 	code, resp, err := c.Do("POST", "/api/v1/push", body)
 	if err != nil {
-		return len(items), err
+		return len(items), 0, err
 	}
 	if code != 201 {
-		return len(items), statusErr("push", code, resp)
+		return len(items), 0, statusErr("push", code, resp)
 	}
 	var rs []struct {
 		Status string `json:"status"`
 	}
 	if err := json.Unmarshal(resp, &rs); err != nil {
-		return len(items), fmt.Errorf("push: answer: %w", err)
+		return len(items), 0, fmt.Errorf("push: answer: %w", err)
 	}
 	for _, r := range rs {
-		if r.Status != "queued" && r.Status != "duplicate" {
+		switch r.Status {
+		case "queued", "duplicate":
+		case "buffered":
+			buffered++
+		default:
 			notStored++
 		}
 	}
-	return notStored, nil
+	return notStored, buffered, nil
 }
 
 // Message is one popped message (the fields the tool needs).

@@ -74,7 +74,7 @@ func RunLatency(ctx context.Context, cfg LatencyConfig) (Summary, error) {
 			body := fmt.Appendf(nil, `{"t":%d}`, at.UnixNano())
 			t0 := time.Now()
 			sendLag.Record(t0.Sub(at))
-			bad, err := c.Push([]Item{{Queue: cfg.Queue, Partition: fmt.Sprintf("p%d", rand.IntN(cfg.Partitions)),
+			bad, _, err := c.Push([]Item{{Queue: cfg.Queue, Partition: fmt.Sprintf("p%d", rand.IntN(cfg.Partitions)),
 				TransactionID: fmt.Sprintf("lat-%d", n), Payload: body}})
 			pushLat.Record(time.Since(t0))
 			if ctx.Err() != nil && err != nil {

@@ -187,7 +187,7 @@ func (p *pipeline) pushRetrying(ctx context.Context, cl *Client, items []Item) b
 		if ctx.Err() != nil {
 			return false
 		}
-		bad, err := cl.Push(items)
+		bad, _, err := cl.Push(items)
 		if ctx.Err() != nil && err != nil {
 			return false
 		}

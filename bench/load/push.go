@@ -39,7 +39,7 @@ func Payload(seq int64, n int) []byte {
 // RunPush pushes as fast as the connections allow and reports msgs/s, request latency
 // and errors.
 func RunPush(ctx context.Context, cfg PushConfig) (Summary, error) {
-	m := NewMeter("push", cfg.Out, "msgs", "requests", "errors", "notStored")
+	m := NewMeter("push", cfg.Out, "msgs", "requests", "errors", "buffered", "notStored")
 	var seq atomic.Int64
 	payloads := make([][]byte, 64) // a few distinct payloads, reused: payload building is not what is measured
 	for i := range payloads {
@@ -57,7 +57,7 @@ func RunPush(ctx context.Context, cfg PushConfig) (Summary, error) {
 				items[i] = Item{Queue: cfg.Queue, Partition: part, Payload: payloads[(int(n)+i)%len(payloads)]}
 			}
 			t0 := time.Now()
-			bad, err := c.Push(items)
+			bad, buffered, err := c.Push(items)
 			if ctx.Err() != nil && err != nil {
 				return nil // aborted at the end of the run
 			}
@@ -70,6 +70,7 @@ func RunPush(ctx context.Context, cfg PushConfig) (Summary, error) {
 			m.Latency(time.Since(t0))
 			m.Add("msgs", int64(cfg.Batch-bad))
 			m.Add("notStored", int64(bad))
+			m.Add("buffered", int64(buffered))
 		}
 		return nil
 	})
