@@ -1,0 +1,29 @@
+// Package load drives a Queen-compatible broker through its public HTTP API for
+// queen-bench: push, consume and latency load, and the ordered pipeline of seed 001 whose
+// logs bench/verify checks.
+//
+// It speaks only HTTP, so it measures any broker by URL, and it uses its own minimal
+// keep-alive HTTP/1.1 client (Client): on a small machine the load generator shares the
+// CPU with the system under test, and net/http's client costs more per request than a
+// broker's push path. The client understands Content-Length and chunked answers and
+// bodiless 204s.
+//
+// Invariants of every mode:
+//   - Errors are counted and shown, never hidden; every retry the tool makes is counted
+//     (the pipeline retries a failed push until it is stored, so a producer never skips
+//     a sequence number: a skipped one would be a gap the broker did not cause).
+//   - At the end of a run each worker finishes the request in progress instead of
+//     dropping it: a pop the client drops still holds its lease on the broker.
+//   - Latency is measured from the scheduled instant (Pace), not from the send, so a
+//     slow producer shows up as latency instead of lowering the offered rate.
+//
+// The pipeline (pipeline.go, pipeline_run.go): two flows, each an ingress queue, a
+// first-stage group that works and re-emits one derived message per event (a batch's
+// derived messages in one push, each entity's contiguous and in order, before the ack),
+// and a derived queue with Fanout groups. Entity e owns partition "e<e>" in every queue
+// and is pushed by producer e mod Producers only, one request at a time, so its
+// sequence order is its commit order. Every consumer logs "entity sequence" per received
+// message into its stage's log; produced-<flow>.meta holds each entity's last produced
+// sequence; the stages file lists the stages and their ground truth, so `queen-bench
+// verify -dir` can check the run again later.
+package load
