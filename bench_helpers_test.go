@@ -1,22 +1,19 @@
 package queen
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"os"
-	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/queen-go/queen/bench/load"
 )
 
 // Helpers shared by the broker benchmarks (bench_test.go, bench_consume_test.go).
@@ -94,151 +91,34 @@ func runLoad(workers int, d time.Duration, op func(worker, seq int) (int, error)
 		cpuBusy: (busy1 - busy0) / max(total1-total0, 1)}
 }
 
-// rawClient is a minimal keep-alive HTTP/1.1 client for the load generator: net/http's
-// client costs more CPU per request than the broker's whole push path, and on a 2-core
-// machine the load generator's CPU is taken from the system under test. One goroutine
-// sends requests; close may be called from any goroutine to end a parked request.
-type rawClient struct {
-	addr   string
-	mu     sync.Mutex // guards conn and closed against close
-	closed bool
-	conn   net.Conn
-	br     *bufio.Reader
-	buf    []byte
-	body   []byte // the last response body kept by do
-}
+// rawClient is the load tool's minimal keep-alive HTTP/1.1 client (bench/load.Client):
+// net/http's client costs more CPU per request than the broker's whole push path, and on
+// a 2-core machine the load generator's CPU is taken from the system under test. One
+// goroutine sends requests; close may be called from any goroutine to end a parked one.
+type rawClient struct{ *load.Client }
 
 func newRawClient(a *testApp) *rawClient {
-	return &rawClient{addr: strings.TrimPrefix(a.URL, "http://")}
+	c, err := load.NewClient(a.URL, 0)
+	if err != nil {
+		panic(err) // a.URL is the test broker's own http:// address
+	}
+	return &rawClient{c}
 }
 
-// post sends one POST and returns the status code; the body is read and dropped.
+// post sends one POST and returns the status code.
 func (c *rawClient) post(path string, body []byte) (int, error) {
-	code, _, err := c.send("POST", path, body, false)
+	code, _, err := c.Do("POST", path, body)
 	return code, err
 }
 
 // do sends one request and returns the status code and the response body, valid until
 // the next call.
 func (c *rawClient) do(method, path string, body []byte) (int, []byte, error) {
-	return c.send(method, path, body, true)
+	return c.Do(method, path, body)
 }
 
-func (c *rawClient) send(method, path string, body []byte, keep bool) (int, []byte, error) {
-	conn, err := c.connect()
-	if err != nil {
-		return 0, nil, err
-	}
-	c.buf = fmt.Appendf(c.buf[:0], "%s %s HTTP/1.1\r\nHost: %s\r\n", method, path, c.addr)
-	if body != nil {
-		c.buf = fmt.Appendf(c.buf, "Content-Type: application/json\r\nContent-Length: %d\r\n", len(body))
-	}
-	c.buf = append(c.buf, "\r\n"...)
-	c.buf = append(c.buf, body...)
-	code, resp, err := c.roundTrip(conn, keep)
-	if err != nil {
-		c.mu.Lock()
-		conn.Close()
-		if c.conn == conn {
-			c.conn = nil
-		}
-		c.mu.Unlock()
-	}
-	return code, resp, err
-}
-
-func (c *rawClient) connect() (net.Conn, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
-		return nil, net.ErrClosed
-	}
-	if c.conn == nil {
-		conn, err := net.Dial("tcp", c.addr)
-		if err != nil {
-			return nil, err
-		}
-		c.conn, c.br = conn, bufio.NewReaderSize(conn, 64<<10)
-	}
-	return c.conn, nil
-}
-
-// close closes the connection (ending a request in flight) and refuses further requests.
-func (c *rawClient) close() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.closed = true
-	if c.conn != nil {
-		c.conn.Close()
-		c.conn = nil
-	}
-}
-
-func (c *rawClient) roundTrip(conn net.Conn, keep bool) (int, []byte, error) {
-	if _, err := conn.Write(c.buf); err != nil {
-		return 0, nil, err
-	}
-	line, err := c.br.ReadSlice('\n')
-	if err != nil {
-		return 0, nil, err
-	}
-	var code int
-	if _, err := fmt.Sscanf(string(line), "HTTP/1.1 %d", &code); err != nil {
-		return 0, nil, fmt.Errorf("bad status line %q", line)
-	}
-	length, chunked := -1, false
-	for {
-		h, err := c.br.ReadSlice('\n')
-		if err != nil {
-			return 0, nil, err
-		}
-		if len(h) <= 2 {
-			break
-		}
-		k, v, ok := strings.Cut(string(h), ":")
-		switch {
-		case !ok:
-		case strings.EqualFold(k, "Content-Length"):
-			length, _ = strconv.Atoi(strings.TrimSpace(v))
-		case strings.EqualFold(k, "Transfer-Encoding"):
-			chunked = strings.EqualFold(strings.TrimSpace(v), "chunked")
-		}
-	}
-	c.body = c.body[:0]
-	switch {
-	case chunked:
-		// Large answers (a pop of 100 messages) come in chunks.
-		for {
-			line, err := c.br.ReadSlice('\n')
-			if err != nil {
-				return 0, nil, err
-			}
-			size, err := strconv.ParseInt(strings.TrimSpace(string(line)), 16, 32)
-			if err != nil {
-				return 0, nil, fmt.Errorf("bad chunk size %q", line)
-			}
-			n := len(c.body)
-			c.body = slices.Grow(c.body, int(size)+2)[:n+int(size)+2]
-			if _, err := io.ReadFull(c.br, c.body[n:]); err != nil {
-				return 0, nil, err
-			}
-			c.body = c.body[:n+int(size)] // drop the chunk's CRLF
-			if size == 0 {
-				return code, c.body, nil // no trailers: the last chunk's CRLF ended the answer
-			}
-		}
-	case length < 0 && code == 204:
-		return code, c.body, nil
-	case length < 0:
-		return 0, nil, fmt.Errorf("response without Content-Length")
-	case !keep:
-		_, err = c.br.Discard(length)
-		return code, nil, err
-	}
-	c.body = slices.Grow(c.body, length)[:length]
-	_, err = io.ReadFull(c.br, c.body)
-	return code, c.body, err
-}
+// close ends a request in flight and refuses further requests.
+func (c *rawClient) close() { c.Abort() }
 
 // settle lets the background work of the previous phase (checkpoint, autovacuum) finish
 // so that it does not weigh on the next one.

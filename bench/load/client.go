@@ -66,7 +66,7 @@ var ErrAborted = errors.New("load: client aborted")
 func (c *Client) Abort() {
 	c.aborted.Store(true)
 	if cp := c.live.Load(); cp != nil {
-		_ = (*cp).SetDeadline(time.Unix(1, 0))
+		_ = (*cp).Close() // net.Conn methods may be called concurrently: this ends a blocked read
 	}
 }
 
