@@ -490,3 +490,85 @@ func mustJSON(t testing.TB, v any) string {
 	}
 	return string(b)
 }
+
+// A transactionId pushed again once the dedup window let it through (or with dedup off)
+// names several messages of one partition. An ack names the earliest copy after the
+// cursor that the call has not already named: acking or failing the first copy must not
+// complete everything up to a later copy.
+func TestAckRepeatedTransactionID(t *testing.T) {
+	t.Parallel()
+	a := startApp(t, nil)
+	db := openPushLogDB(t, a)
+	// setup pushes x, y, x to queue/p in three requests (three segments), the second x
+	// after the queue's dedup window, and pops them in one delivery.
+	setup := func(t *testing.T, queue string, window int) *popResp {
+		t.Helper()
+		db.configure(t, queue, fmt.Sprintf("dedup_window_seconds = %d", window))
+		for k, txn := range []string{"x", "y", "x"} {
+			if k == 2 && window > 0 {
+				time.Sleep(time.Duration(window)*time.Second + 200*time.Millisecond)
+			}
+			if r := a.push(t, map[string]any{"queue": queue, "partition": "p", "transactionId": txn, "payload": k}); r[0].Status != "queued" {
+				t.Fatalf("push %d: %+v", k, r[0])
+			}
+		}
+		p := a.popMust(t, "/api/v1/pop/queue/"+queue+"?batch=10")
+		wantTxns(t, p, "x", "y", "x")
+		return p
+	}
+
+	t.Run("failing the first copy redelivers it", func(t *testing.T) {
+		t.Parallel()
+		p := setup(t, "rep-failed", 0)
+		if r := a.ackBatch(t, "", ackItemOf(p.Messages[0], "failed"))[0]; !r.Success || !r.LeaseReleased {
+			t.Fatalf("%+v", r)
+		}
+		if c, _ := db.consumerRowOf(t, "rep-failed", "p", "__QUEUE_MODE__"); c.Committed != -1 || c.RetryCount != 1 {
+			t.Fatalf("consumer %+v, want committed -1 (nothing before the failed message) and one retry", c)
+		}
+		next := a.popMust(t, "/api/v1/pop/queue/rep-failed?batch=10")
+		wantTxns(t, next, "x", "y", "x")
+		if next.Messages[0].DeliveryAttempt != 2 {
+			t.Fatalf("deliveryAttempt %d, want 2", next.Messages[0].DeliveryAttempt)
+		}
+	})
+
+	t.Run("completing the first copy acks only the prefix", func(t *testing.T) {
+		t.Parallel()
+		p := setup(t, "rep-completed", 1)
+		if r := a.ackBatch(t, "", ackItemOf(p.Messages[0], ""))[0]; !r.Success || r.LeaseReleased {
+			t.Fatalf("first x: %+v, want success with the lease kept", r)
+		}
+		if c := db.committed(t, "rep-completed", "p", "__QUEUE_MODE__"); c != 0 {
+			t.Fatalf("committed %d after acking the first x, want 0", c)
+		}
+		// y may still fail: it was never acknowledged.
+		if r := a.ackBatch(t, "", ackItemOf(p.Messages[1], "failed"))[0]; !r.Success || !r.LeaseReleased {
+			t.Fatalf("y: %+v", r)
+		}
+		next := a.popMust(t, "/api/v1/pop/queue/rep-completed?batch=10")
+		wantTxns(t, next, "y", "x")
+		// Both copies in one call: one each, the second releases the lease.
+		res := a.ackAll(t, next, "")
+		if !res[0].Success || !res[1].Success || !res[1].LeaseReleased {
+			t.Fatalf("%+v", res)
+		}
+		if c := db.committed(t, "rep-completed", "p", "__QUEUE_MODE__"); c != 2 {
+			t.Fatalf("committed %d, want 2", c)
+		}
+	})
+
+	t.Run("one call naming both copies acks both", func(t *testing.T) {
+		t.Parallel()
+		p := setup(t, "rep-both", 0)
+		res := a.ackBatch(t, "", ackItemOf(p.Messages[0], ""), ackItemOf(p.Messages[2], "failed"))
+		if !res[0].Success || !res[1].Success || !res[1].LeaseReleased {
+			t.Fatalf("%+v", res)
+		}
+		// The second x failed: y is implicitly done, the second x redelivers.
+		if c := db.committed(t, "rep-both", "p", "__QUEUE_MODE__"); c != 1 {
+			t.Fatalf("committed %d, want 1", c)
+		}
+		wantTxns(t, a.popMust(t, "/api/v1/pop/queue/rep-both?batch=10"), "x")
+	})
+}

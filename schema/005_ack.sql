@@ -116,17 +116,27 @@ BEGIN
         -- over its hash sidecar rows: per-item probes rescan every segment after the
         -- cursor, which costs O(backlog) per item on a deep partition. The rest (below
         -- the cursor, or unknown) go through log_resolve_v1 in the item loop.
+        -- A transactionId pushed again after the dedup window (or with dedup off) can
+        -- occur several times in the span: the n-th item of this call naming it gets its
+        -- n-th copy after the cursor (the last one when there are fewer copies). Taking
+        -- the newest copy instead would let an ack of the first copy complete everything
+        -- up to the later one, and a failure of the first copy complete the message
+        -- itself, unseen.
         IF c.batch_end > c.committed THEN
             SELECT array_agg(m.i), array_agg(m.off) INTO v_span_idx, v_span_off FROM (
-                SELECT u.i::integer AS i, max(x.off) AS off
-                  FROM unnest(p_pids, p_groups, p_hashes) WITH ORDINALITY AS u(pid, grp, h, i)
+                SELECT it.i, x.off, it.rn,
+                       row_number() OVER (PARTITION BY it.i ORDER BY x.off) AS cn,
+                       count(*) OVER (PARTITION BY it.i) AS n
+                  FROM (SELECT u.i::integer AS i, u.h, row_number() OVER (PARTITION BY u.h ORDER BY u.i) AS rn
+                          FROM unnest(p_pids, p_groups, p_hashes) WITH ORDINALITY AS u(pid, grp, h, i)
+                         WHERE u.pid = g.pid AND u.grp = g.grp) it
                   JOIN (SELECT t.base_offset + s.k AS off, substring(t.hashes FROM s.k * 16 + 1 FOR 16) AS h
                           FROM queen.log_txns t
                          CROSS JOIN LATERAL generate_series(0, (t.end_offset - t.base_offset)::integer) AS s(k)
                          WHERE t.partition_id = g.pid AND t.end_offset > c.committed
-                           AND t.base_offset <= c.batch_end) x ON x.h = u.h
-                 WHERE u.pid = g.pid AND u.grp = g.grp AND x.off <= c.batch_end
-                 GROUP BY u.i) m;
+                           AND t.base_offset <= c.batch_end) x ON x.h = it.h
+                 WHERE x.off > c.committed AND x.off <= c.batch_end) m
+             WHERE m.cn = least(m.rn, m.n);
             FOR v_k IN 1 .. coalesce(cardinality(v_span_idx), 0) LOOP
                 v_off[v_span_idx[v_k]] := v_span_off[v_k];
             END LOOP;
