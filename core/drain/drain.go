@@ -185,13 +185,21 @@ func (d *Drainer) probe(ctx context.Context) {
 	if d.opts.Ping == nil {
 		return
 	}
-	pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	if d.opts.Ping.Ping(pctx) == nil {
+	if d.reachable(ctx) {
 		if !d.healthy.Swap(true) {
 			d.opts.Logger.Info("drain: database reachable again")
 		}
 	}
+}
+
+// reachable pings the database (true without a Pinger: nothing tells it is away).
+func (d *Drainer) reachable(ctx context.Context) bool {
+	if d.opts.Ping == nil {
+		return true
+	}
+	pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	return d.opts.Ping.Ping(pctx) == nil
 }
 
 // errBatch is a batch that did not fully reach the database.
@@ -256,6 +264,13 @@ func (d *Drainer) isolate(ctx context.Context, b *spool.Batch) (bool, error) {
 		}
 		if ctx.Err() != nil {
 			return false, ctx.Err()
+		}
+		// Only a record that fails while the database answers is poison: one that failed
+		// because the database went away meanwhile stays spooled (the batch keeps its
+		// position; the records stored before it come back as duplicates).
+		if !d.reachable(ctx) {
+			d.healthy.Store(false)
+			return false, fmt.Errorf("%w: record %d of %s failed (database unreachable)", errBatch, i, b.File)
 		}
 		if err := d.spool.Quarantine(b, i, lastErr); err != nil {
 			return false, fmt.Errorf("drain: quarantine record %d of %s: %w", i, b.File, err)

@@ -214,3 +214,31 @@ func TestUnhealthyUntilTheDatabaseAnswers(t *testing.T) {
 		time.Sleep(2 * time.Millisecond)
 	}
 }
+
+// A batch that kept failing with the database up is taken apart record by record; if
+// the database goes away meanwhile, the records failing then are not poison: they stay
+// spooled instead of being quarantined.
+func TestNoQuarantineWhileTheDatabaseIsAway(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, "q", 10, 1, Options{MaxBatch: 10, Permanent: 2})
+	var calls atomic.Int32
+	f.store.BeforePush = func([]ports.Segment) error {
+		switch n := calls.Add(1); {
+		case n <= 2: // the whole batch fails twice with the database up: isolate
+			return errors.New("statement timeout")
+		case n <= 8: // then the database goes away
+			f.ping.up.Store(false)
+			return ports.ErrUnavailable
+		default:
+			f.ping.up.Store(true)
+			return nil
+		}
+	}
+	sum, err := f.d.Until(context.Background(), time.Now().Add(10*time.Second))
+	if err != nil || sum.Replayed != 10 || sum.Quarantined != 0 || sum.Remaining != 0 {
+		t.Fatalf("summary %+v, %v (want every record replayed, none quarantined)", sum, err)
+	}
+	if got := strings.Join(f.seqs(t, "q", "p0"), " "); got != "0 1 2 3 4 5 6 7 8 9" {
+		t.Fatalf("stored %s", got)
+	}
+}
