@@ -8,6 +8,7 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/queen-go/queen/core/consume"
+	"github.com/queen-go/queen/ports"
 )
 
 // ackItem is one acknowledgement on the wire (api.md §5.3).
@@ -19,6 +20,9 @@ type ackItem struct {
 	LeaseID       string `json:"leaseId"`
 	Error         string `json:"error"`
 }
+
+// ackFlushFailed is the item error of an ack the database did not take (api.md §5.3).
+const ackFlushFailed = "ack flush failed; lease will expire and redeliver"
 
 type ackResult struct {
 	Index         int     `json:"index"`
@@ -70,8 +74,16 @@ func (a *api) handleAckBatch(w http.ResponseWriter, r *http.Request) {
 func (a *api) ack(w http.ResponseWriter, r *http.Request, in []consume.AckInput) {
 	res, err := a.Consume.Ack(r.Context(), in)
 	if err != nil {
-		writeError(w, a.opts.Logger, err)
-		return
+		// An ack answers 200 whatever the database did (api.md §5.3): every item fails,
+		// and the lease expiry redelivers what it covered.
+		a.opts.Logger.Error("ack failed", "items", len(in), "err", err)
+		res = make([]ports.AckResult, len(in))
+		for i := range in {
+			res[i].Error = ackFlushFailed
+			if _, bad := in[i].Item(); bad != "" {
+				res[i].Error = bad
+			}
+		}
 	}
 	out := make([]ackResult, len(in))
 	for i, rr := range res {
