@@ -125,7 +125,15 @@ func (s *Service) Pop(ctx context.Context, req ports.PopRequest, wait time.Durat
 				if ctx.Err() != nil {
 					return nil, s.release(req, claims, ctx.Err())
 				}
-				return s.batch(req, claims)
+				b, err := s.batch(req, claims)
+				if err != nil && req.AutoAck {
+					// The claim already moved the cursors: give the spans back, or their
+					// messages (and those of every partition claimed with them) would be
+					// skipped unseen. A leased claim keeps its lease: it redelivers at
+					// expiry, which also paces retries of a span that cannot be read.
+					return nil, s.release(req, claims, err)
+				}
+				return b, err
 			}
 		}
 		left := time.Until(deadline)
@@ -147,9 +155,9 @@ func (s *Service) Pop(ctx context.Context, req ports.PopRequest, wait time.Durat
 	}
 }
 
-// release gives back claims made for a client that went away while they ran: nobody
-// will receive those messages, so they must stay deliverable (with autoAck they would
-// otherwise be lost). It returns why the pop ended.
+// release gives back claims whose messages will not reach the client (it went away
+// while they ran, or they could not be decoded): they must stay deliverable (with
+// autoAck they would otherwise be lost). It returns why the pop ended.
 func (s *Service) release(req ports.PopRequest, claims []ports.Claim, why error) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

@@ -108,3 +108,22 @@ func TestNormalizeStatus(t *testing.T) {
 		}
 	}
 }
+
+// With autoAck the claim already moved the cursor: a span that cannot be delivered (here
+// one the segments do not cover) must be given back, or its messages, and those of the
+// other partitions claimed with it, would be skipped unseen.
+func TestPopReleasesAutoAckClaimsItCannotDeliver(t *testing.T) {
+	t.Parallel()
+	codec, _ := segment.NewCodec(3)
+	good := claimOf(t, codec, "1", "2")
+	bad := claimOf(t, codec, "3")
+	bad.PartitionID, bad.End = "00000000-0000-0000-0000-0000000000bb", 4
+	st := &fakeStore{claims: []ports.Claim{good, bad}}
+	s := New(st, codec, Options{})
+	if _, err := s.Pop(context.Background(), ports.PopRequest{Queue: "q", AutoAck: true, Batch: 10, Partitions: 2}, 0); !errors.Is(err, segment.ErrCorrupt) {
+		t.Fatalf("uncovered span: %v", err)
+	}
+	if len(st.released) != 2 || !st.relAuto {
+		t.Fatalf("released %d claims (auto %v), want both with autoAck", len(st.released), st.relAuto)
+	}
+}
