@@ -84,3 +84,25 @@ func TestMaintenanceRoutes(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// Under push maintenance nothing reaches the database: an item the spool could not take
+// is not accepted anywhere, and the request answers 500 with the per-item array
+// (api.md §5.1), so clients retry it.
+func TestMaintenancePushSpoolFailureAnswers500(t *testing.T) {
+	t.Parallel()
+	a := startApp(t, nil)
+	if code, body := a.do(t, http.MethodPost, "/api/v1/system/maintenance", `{"enabled":true}`); code != http.StatusOK {
+		t.Fatalf("maintenance on: %d %s", code, body)
+	}
+	if err := a.App.Spool.Close(); err != nil { // every spool write fails from now on
+		t.Fatal(err)
+	}
+	code, body := a.do(t, http.MethodPost, "/api/v1/push", `{"items":[{"queue":"full","payload":1}]}`)
+	var res []pushResult
+	if err := json.Unmarshal(body, &res); err != nil || len(res) != 1 {
+		t.Fatalf("status %d, body %s: %v", code, body, err)
+	}
+	if code != http.StatusInternalServerError || res[0].Status != "failed" {
+		t.Fatalf("status %d, item %+v; want 500 with the item failed", code, res[0])
+	}
+}

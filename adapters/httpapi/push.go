@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"unicode/utf8"
 
@@ -147,7 +148,16 @@ func (a *api) handlePush(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	results := a.Push.Push(r.Context(), a.opts.Tenant, "", items)
-	writeRaw(w, http.StatusCreated, renderPush(results))
+	code := http.StatusCreated
+	if a.Maintenance != nil && a.Maintenance.Push() && slices.ContainsFunc(results, func(r push.Result) bool {
+		return r.Status == push.StatusFailed
+	}) {
+		// Under push maintenance only the spool takes pushes: an item it could not take
+		// is accepted nowhere, and the reference answers 500 (api.md §5.1) so clients
+		// retry. On the database-failure path failed items keep the 201.
+		code = http.StatusInternalServerError
+	}
+	writeRaw(w, code, renderPush(results))
 }
 
 // renderPush appends the push response by hand: it is on the hot path and its shape is
