@@ -27,6 +27,7 @@ type Flags struct {
 	push  atomic.Bool
 	pop   atomic.Bool
 	mu    sync.Mutex // serialises apply so Changed sees transitions in order
+	sets  uint64     // Set calls applied so far (mu): a Refresh whose read overlapped one drops its read
 
 	stop chan struct{}
 	done chan struct{}
@@ -55,9 +56,19 @@ func (f *Flags) Pop() bool { return f.pop.Load() }
 
 // Refresh re-reads the flags from the database.
 func (f *Flags) Refresh(ctx context.Context) error {
+	f.mu.Lock()
+	sets := f.sets
+	f.mu.Unlock()
 	m, err := f.store.Flags(ctx)
 	if err != nil {
 		return fmt.Errorf("maintenance: read flags: %w", err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.sets != sets {
+		// A Set ran meanwhile: this read may predate its write, and applying it would
+		// undo the Set on this broker until the next refresh.
+		return nil
 	}
 	f.apply(ports.MaintenancePush, m[ports.MaintenancePush])
 	f.apply(ports.MaintenancePop, m[ports.MaintenancePop])
@@ -72,13 +83,15 @@ func (f *Flags) Set(ctx context.Context, key string, on bool) error {
 	if err := f.store.SetFlag(ctx, key, on); err != nil {
 		return fmt.Errorf("maintenance: set %s: %w", key, err)
 	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.sets++
 	f.apply(key, on)
 	return nil
 }
 
+// apply sets a flag on this broker's copy. Called with mu held.
 func (f *Flags) apply(key string, on bool) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
 	flag := &f.push
 	if key == ports.MaintenancePop {
 		flag = &f.pop

@@ -13,20 +13,26 @@ import (
 
 // fakeState is an in-memory ports.SystemState that can be made unreadable.
 type fakeState struct {
-	mu    sync.Mutex
-	flags map[string]bool
-	down  bool
+	mu        sync.Mutex
+	flags     map[string]bool
+	down      bool
+	afterRead func() // runs once a read has taken its copy, before it returns
 }
 
 func (s *fakeState) Flags(context.Context) (map[string]bool, error) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.down {
+		s.mu.Unlock()
 		return nil, errors.New("database down")
 	}
 	out := make(map[string]bool)
 	for k, v := range s.flags {
 		out[k] = v
+	}
+	hook := s.afterRead
+	s.mu.Unlock()
+	if hook != nil {
+		hook()
 	}
 	return out, nil
 }
@@ -92,4 +98,28 @@ func TestFlags(t *testing.T) {
 			t.Fatalf("changes %v, want %v", changes, want)
 		}
 	})
+}
+
+// A refresh whose read overlapped a Set must not apply what it read: the read may
+// predate the Set's write, and applying it would undo the Set on this broker until the
+// next refresh.
+func TestRefreshDoesNotUndoAConcurrentSet(t *testing.T) {
+	t.Parallel()
+	st := &fakeState{flags: map[string]bool{}}
+	f := New(context.Background(), st, Options{})
+	st.afterRead = func() {
+		st.afterRead = nil
+		if err := f.Set(context.Background(), ports.MaintenancePush, true); err != nil {
+			t.Error(err)
+		}
+	}
+	if err := f.Refresh(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if !f.Push() {
+		t.Fatal("push maintenance off after a refresh that read the flags before they were set on")
+	}
+	if err := f.Refresh(context.Background()); err != nil || !f.Push() {
+		t.Fatalf("next refresh: %v, push=%v", err, f.Push())
+	}
 }
