@@ -213,12 +213,15 @@ func ProvideHandler(p *push.Service, c *consume.Service, m *maintenance.Flags, q
 	})
 }
 
-// ProvideHTTPServer builds the HTTP server (not yet listening).
-func ProvideHTTPServer(cfg config.Config, h http.Handler) *http.Server {
-	return &http.Server{
+// ProvideHTTPServer builds the HTTP server (not yet listening). Its shutdown ends the
+// parked long polls first: they would hold a graceful stop for their whole timeout.
+func ProvideHTTPServer(cfg config.Config, h http.Handler, c *consume.Service) *http.Server {
+	srv := &http.Server{
 		Addr:              net.JoinHostPort(cfg.BindAddr, fmt.Sprint(cfg.Port)),
 		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 	}
+	srv.RegisterOnShutdown(c.Stop)
+	return srv
 }

@@ -95,3 +95,32 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// A parked long poll does not hold a graceful stop until QUEEN_SHUTDOWN_TIMEOUT_MS: it
+// answers 204 at once and Serve returns without error.
+func TestGracefulStopEndsLongPolls(t *testing.T) {
+	t.Parallel()
+	a := startApp(t, map[string]string{"QUEEN_SHUTDOWN_TIMEOUT_MS": "10000"})
+	a.pop(t, "/api/v1/pop/queue/lp") // provisions the queue
+	code := make(chan int, 1)
+	go func() {
+		resp, err := http.Get(a.URL + "/api/v1/pop/queue/lp?wait=true&timeout=60000")
+		if err != nil {
+			code <- -1
+			return
+		}
+		resp.Body.Close()
+		code <- resp.StatusCode
+	}()
+	time.Sleep(500 * time.Millisecond) // the long poll parks
+	start := time.Now()
+	if err := a.stop(); err != nil {
+		t.Fatalf("Serve returned %v, want nil", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("stop took %v with a parked long poll", d)
+	}
+	if c := <-code; c != http.StatusNoContent {
+		t.Fatalf("parked long poll answered %d, want 204", c)
+	}
+}

@@ -56,7 +56,7 @@ func InitializeApp(ctx context.Context, cfg config.Config) (*App, func(), error)
 	admin := ProvideAdmin(store, cfg, logger)
 	queuesService := ProvideQueues(admin, sealer, codec, service, batcher, logger)
 	handler := ProvideHandler(service, consumeService, flags, queuesService, spool, drainer, store, batcher, limiter, cfg, logger)
-	server := ProvideHTTPServer(cfg, handler)
+	server := ProvideHTTPServer(cfg, handler, consumeService)
 	app := &App{
 		Config:  cfg,
 		Logger:  logger,

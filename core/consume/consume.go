@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -54,13 +55,22 @@ type Service struct {
 	store ports.ConsumeStore
 	codec *segment.Codec
 	opts  Options
+
+	stopOnce sync.Once
+	stopping chan struct{} // closed by Stop
 }
 
 // New returns a Service over store, decoding segments with codec.
 func New(store ports.ConsumeStore, codec *segment.Codec, opts Options) *Service {
 	opts.defaults()
-	return &Service{store: store, codec: codec, opts: opts}
+	return &Service{store: store, codec: codec, opts: opts, stopping: make(chan struct{})}
 }
+
+// Stop ends long polls for the broker's shutdown: parked pops answer at once with
+// nothing claimed, and later pops do not park. A graceful HTTP shutdown waits for
+// in-flight requests, and would otherwise wait for every parked poll's timeout (then
+// find the database closed under the polls still running). Claims in progress finish.
+func (s *Service) Stop() { s.stopOnce.Do(func() { close(s.stopping) }) }
 
 // Waker returns the waker parked pops listen on: the push path notifies it on commits.
 func (s *Service) Waker() *Waker { return s.opts.Waker }
@@ -147,6 +157,10 @@ func (s *Service) Pop(ctx context.Context, req ports.PopRequest, wait time.Durat
 			t.Stop()
 			parked.Done(false)
 			return nil, ctx.Err()
+		case <-s.stopping:
+			t.Stop()
+			parked.Done(false)
+			return nil, nil
 		case <-parked.C():
 		case <-t.C:
 		}

@@ -127,3 +127,33 @@ func TestPopReleasesAutoAckClaimsItCannotDeliver(t *testing.T) {
 		t.Fatalf("released %d claims (auto %v), want both with autoAck", len(st.released), st.relAuto)
 	}
 }
+
+// Stop (the broker's shutdown) ends parked long polls at once with nothing claimed.
+func TestStopEndsParkedPops(t *testing.T) {
+	t.Parallel()
+	codec, _ := segment.NewCodec(3)
+	s := New(&fakeStore{}, codec, Options{})
+	done := make(chan error, 1)
+	go func() {
+		b, err := s.Pop(context.Background(), ports.PopRequest{Queue: "q", Batch: 10}, time.Minute)
+		if b != nil {
+			err = errors.New("claimed something")
+		}
+		done <- err
+	}()
+	time.Sleep(20 * time.Millisecond)
+	s.Stop()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a parked pop outlived Stop")
+	}
+	// Later pops do not park either.
+	start := time.Now()
+	if b, err := s.Pop(context.Background(), ports.PopRequest{Queue: "q", Batch: 10}, time.Minute); b != nil || err != nil || time.Since(start) > time.Second {
+		t.Fatalf("pop after Stop: %v, %v after %v", b, err, time.Since(start))
+	}
+}
