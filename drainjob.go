@@ -25,14 +25,19 @@ type DrainJob struct {
 	Batcher *fusion.Batcher
 }
 
-// DrainStore is the database as the drain job needs it.
-type DrainStore interface{ ports.Pinger }
+// DrainStore is the database as the drain job needs it: reachability, and the push
+// maintenance flag that pauses every drain.
+type DrainStore interface {
+	ports.Pinger
+	ports.SystemState
+}
 
 // DirSummary is what the job did in one spool directory.
 type DirSummary struct {
 	Dir string `json:"dir"`
 	drain.Summary
 	Skipped bool   `json:"skipped,omitempty"` // another live process owns the directory
+	Paused  bool   `json:"paused,omitempty"`  // push maintenance was on: nothing replayed
 	Error   string `json:"error,omitempty"`
 }
 
@@ -40,11 +45,13 @@ type DirSummary struct {
 type JobSummary struct {
 	Dirs []DirSummary `json:"dirs"`
 	drain.Summary
+	Paused bool `json:"paused,omitempty"` // a directory was left alone because push maintenance was on
 }
 
 // Run drains each directory in turn until it is empty or deadline passes. A directory
-// whose lock is held (its broker is alive and drains it itself) is skipped. The error
-// joins every directory's failure; the summary is complete either way.
+// whose lock is held (its broker is alive and drains it itself) is skipped, and so is
+// every directory while push maintenance is on (its records count as remaining). The
+// error joins every directory's failure; the summary is complete either way.
 func (j *DrainJob) Run(ctx context.Context, dirs []string, deadline time.Time) (JobSummary, error) {
 	var out JobSummary
 	var errs []error
@@ -59,6 +66,7 @@ func (j *DrainJob) Run(ctx context.Context, dirs []string, deadline time.Time) (
 		out.Duplicates += ds.Duplicates
 		out.Quarantined += ds.Quarantined
 		out.Remaining += ds.Remaining
+		out.Paused = out.Paused || ds.Paused
 	}
 	return out, errors.Join(errs...)
 }
@@ -83,6 +91,14 @@ func (j *DrainJob) drainDir(ctx context.Context, dir string, deadline time.Time)
 			j.Logger.Error("drain: close spool", "dir", dir, "err", err)
 		}
 	}()
+	// Push maintenance pauses the brokers' drains (api.md §5.12): the database is being
+	// worked on and takes no pushes, replayed ones included. Flags that cannot be read
+	// do not stop the drain: it copes with a database that is away.
+	if flags, err := j.Store.Flags(ctx); err == nil && flags[ports.MaintenancePush] {
+		j.Logger.Info("drain: push maintenance is on, directory left for a later run", "dir", dir)
+		ds.Paused, ds.Remaining = true, sp.Stats().PendingRecords
+		return ds, nil
+	}
 	d := drain.New(sp, j.Batcher, drain.Options{MaxBatch: j.Config.SpoolBatch, BundleMax: j.Config.BundleMax, Interval: j.Config.SpoolFlush,
 		Ping: j.Store, Logger: j.Logger.With("dir", dir)})
 	s, err := d.Until(ctx, deadline)

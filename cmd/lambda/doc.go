@@ -8,7 +8,9 @@
 //
 //	queen-drain --dir /mnt/efs/queen/broker-a --dir /mnt/efs/queen/broker-b [--max-duration 10m]
 //
-// A directory whose owner (a live broker, or another drain) holds its lock is skipped.
-// Exit status: 0 when every directory was drained or skipped, 1 when a directory failed
-// or records remain after --max-duration, 2 on a usage or start-up error.
+// A directory whose owner (a live broker, or another drain) holds its lock is skipped;
+// while push maintenance is on nothing is replayed (like the brokers' drains, it waits).
+// Exit status: 0 when every directory was drained, skipped or left for maintenance, 1
+// when a directory failed or records remain after --max-duration, 2 on a usage or
+// start-up error.
 package main

@@ -182,3 +182,38 @@ func TestLambdaInvocation(t *testing.T) {
 		t.Fatalf("stored %v", got)
 	}
 }
+
+// Push maintenance pauses the drain job like the brokers' drains (api.md §5.12): the
+// database being worked on receives no replayed pushes either.
+func TestDrainPausedByPushMaintenance(t *testing.T) {
+	t.Parallel()
+	db, dir := fixture(t, "drain-maint", 6)
+	st, err := postgres.Open(context.Background(), db, postgres.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if err := st.SetFlag(context.Background(), "maintenance_mode", true); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"QUEEN_PG_URL=" + db, "LOG_LEVEL=warn", "DB_POOL_SIZE=4"}
+	var out, errb bytes.Buffer
+	if code := run([]string{"--dir", dir}, env, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s %s", code, out.String(), errb.String())
+	}
+	var sum queen.JobSummary
+	if err := json.Unmarshal(out.Bytes(), &sum); err != nil || sum.Replayed != 0 || sum.Remaining != 6 ||
+		len(sum.Dirs) != 1 || !sum.Dirs[0].Paused {
+		t.Fatalf("summary %s: %v", out.String(), err)
+	}
+	if got := stored(t, db, "drain-maint"); len(got) != 0 {
+		t.Fatalf("drained under push maintenance: %v", got)
+	}
+	if err := st.SetFlag(context.Background(), "maintenance_mode", false); err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	if code := run([]string{"--dir", dir}, env, &out, &errb); code != 0 || !strings.Contains(out.String(), `"replayed":6`) {
+		t.Fatalf("after maintenance: exit %d %s %s", code, out.String(), errb.String())
+	}
+}
