@@ -49,7 +49,7 @@ BEGIN
     IF p_window > 0 THEN
         -- Probe before allocate, under the row lock: a duplicate writes nothing.
         SELECT last_offset, txns_start INTO v_last, v_txns_start
-          FROM queen.log_partitions WHERE id = p_pid FOR UPDATE;
+          FROM queen.log_partitions WHERE id = p_pid FOR NO KEY UPDATE;
         IF NOT FOUND THEN
             RAISE EXCEPTION 'log_push_one_v1: partition % not found', p_pid USING ERRCODE = 'P0002';
         END IF;
@@ -213,10 +213,16 @@ BEGIN
     END IF;
 
     -- 3. One set-based pre-lock in the global lock order (ascending partition id).
+    -- NO KEY UPDATE, the lock the allocator's UPDATE takes anyway: it serialises pushes
+    -- but, unlike FOR UPDATE, does not conflict with the KEY SHARE locks that inserts
+    -- referencing the partition take (a pop's lazy consumer row, an ack's dead letter).
+    -- With FOR UPDATE, a transaction that pushes and then acks could deadlock with a pop
+    -- holding the consumer row it acks while inserting a consumer row of the pushed
+    -- partition.
     PERFORM 1 FROM queen.log_partitions lp
       WHERE lp.id = ANY (v_pids)
       ORDER BY lp.id
-        FOR UPDATE OF lp;
+        FOR NO KEY UPDATE OF lp;
 
     -- 4. One bundle timestamp, taken after the locks.
     v_now := clock_timestamp();
