@@ -71,7 +71,8 @@ type Drainer struct {
 
 	healthy     atomic.Bool // the last replay (or ping) reached the database
 	kick        chan struct{}
-	headFails   int // consecutive failures of the head batch with the database up (Run/Until goroutine only)
+	headFails   int   // consecutive failures of the head batch with the database up (Run/Until goroutine only)
+	head        *head // which records of the head batch already reached the database
 	replayed    atomic.Int64
 	duplicates  atomic.Int64
 	quarantined atomic.Int64
@@ -205,20 +206,44 @@ func (d *Drainer) reachable(ctx context.Context) bool {
 // errBatch is a batch that did not fully reach the database.
 var errBatch = errors.New("drain: batch not stored")
 
+// head remembers which records of the head batch already reached the database, so a
+// retry after a partial failure (some partitions' bundles committed, others failed)
+// sends only the rest: with a dedup window of 0 a resent record would be stored twice.
+type head struct {
+	file  string
+	first [16]byte
+	done  []bool
+}
+
+// headFor returns the progress of batch b: kept when b is the batch retried, new otherwise.
+func (d *Drainer) headFor(b *spool.Batch) *head {
+	h := d.head
+	if h == nil || h.file != b.File || len(h.done) != len(b.Records) || h.first != b.Records[0].MessageID {
+		h = &head{file: b.File, first: b.Records[0].MessageID, done: make([]bool, len(b.Records))}
+		d.head = h
+	}
+	return h
+}
+
 // Step replays one batch. It reports whether the spool moved forward.
 func (d *Drainer) Step(ctx context.Context) (bool, error) {
 	b, err := d.spool.Next(d.opts.MaxBatch * d.opts.BundleMax)
 	if err != nil || b == nil {
 		return false, err
 	}
-	stored, dups, failed := d.submit(ctx, b.Records)
+	h := d.headFor(b)
+	var todo []int
+	for i, done := range h.done {
+		if !done {
+			todo = append(todo, i)
+		}
+	}
+	failed := d.replay(ctx, b, h, todo)
 	if failed == 0 {
-		d.headFails = 0
+		d.headFails, d.head = 0, nil
 		if err := d.spool.Commit(b); err != nil {
 			return false, fmt.Errorf("drain: commit %s: %w", b.File, err)
 		}
-		d.replayed.Add(stored)
-		d.duplicates.Add(dups)
 		if !d.healthy.Swap(true) {
 			d.opts.Logger.Info("drain: database reachable again")
 		}
@@ -232,34 +257,52 @@ func (d *Drainer) Step(ctx context.Context) (bool, error) {
 		return false, fmt.Errorf("%w: %d of %d records of %s failed (database unreachable)", errBatch, failed, len(b.Records), b.File)
 	}
 	// The database answers: maybe a passing overload (a timeout), maybe a bad record.
-	// Retry the whole batch first; only a batch that keeps failing is taken apart.
+	// Retry the rest of the batch first; only a batch that keeps failing is taken apart.
 	if d.headFails++; d.headFails < d.opts.Permanent {
 		return false, fmt.Errorf("%w: %d of %d records of %s failed with the database up (attempt %d)",
 			errBatch, failed, len(b.Records), b.File, d.headFails)
 	}
 	d.headFails = 0
-	return d.isolate(ctx, b)
+	return d.isolate(ctx, b, h)
 }
 
-// isolate handles a batch that fails although the database answers: each record is
-// tried on its own, Permanent times, and quarantined when it never passes. Records are
-// tried in order and the batch is committed only when all are stored or quarantined, so
-// a transient failure in the middle keeps the position.
-func (d *Drainer) isolate(ctx context.Context, b *spool.Batch) (bool, error) {
-	var stored, dups int64
+// replay submits records todo of b, marks the ones that reached the database (stored or
+// duplicate) in h and counts them, and returns how many failed.
+func (d *Drainer) replay(ctx context.Context, b *spool.Batch, h *head, todo []int) (failed int) {
+	recs := make([]spool.Record, len(todo))
+	for k, i := range todo {
+		recs[k] = b.Records[i]
+	}
+	for k, st := range d.submit(ctx, recs) {
+		switch st {
+		case fusion.Queued:
+			d.replayed.Add(1)
+		case fusion.Duplicate:
+			d.duplicates.Add(1)
+		default:
+			failed++
+			continue
+		}
+		h.done[todo[k]] = true
+	}
+	return failed
+}
+
+// isolate handles a batch that fails although the database answers: each record not yet
+// stored is tried on its own, Permanent times, and quarantined when it never passes.
+// Records are tried in order and the batch is committed only when all are stored or
+// quarantined, so a transient failure in the middle keeps the position.
+func (d *Drainer) isolate(ctx context.Context, b *spool.Batch, h *head) (bool, error) {
 	for i := range b.Records {
 		var lastErr error
-		ok := false
-		for attempt := 0; attempt < d.opts.Permanent && ctx.Err() == nil; attempt++ {
-			s, dd, failed := d.submit(ctx, b.Records[i:i+1])
-			if failed == 0 {
-				stored, dups, ok = stored+s, dups+dd, true
+		for attempt := 0; !h.done[i] && attempt < d.opts.Permanent && ctx.Err() == nil; attempt++ {
+			if d.replay(ctx, b, h, []int{i}) == 0 {
 				break
 			}
 			lastErr = fmt.Errorf("%w: record %d of %s failed %d times with the database up", errBatch, i, b.File, attempt+1)
 			d.wait(ctx, d.opts.Backoff)
 		}
-		if ok {
+		if h.done[i] {
 			continue
 		}
 		if ctx.Err() != nil {
@@ -267,7 +310,7 @@ func (d *Drainer) isolate(ctx context.Context, b *spool.Batch) (bool, error) {
 		}
 		// Only a record that fails while the database answers is poison: one that failed
 		// because the database went away meanwhile stays spooled (the batch keeps its
-		// position; the records stored before it come back as duplicates).
+		// position, and h remembers what was already stored).
 		if !d.reachable(ctx) {
 			d.healthy.Store(false)
 			return false, fmt.Errorf("%w: record %d of %s failed (database unreachable)", errBatch, i, b.File)
@@ -275,22 +318,22 @@ func (d *Drainer) isolate(ctx context.Context, b *spool.Batch) (bool, error) {
 		if err := d.spool.Quarantine(b, i, lastErr); err != nil {
 			return false, fmt.Errorf("drain: quarantine record %d of %s: %w", i, b.File, err)
 		}
+		h.done[i] = true
 		d.quarantined.Add(1)
 		d.opts.Logger.Error("drain: record quarantined", "file", b.File, "record", i,
 			"queue", b.Records[i].Queue, "partition", b.Records[i].Partition, "err", lastErr)
 	}
+	d.head = nil
 	if err := d.spool.Commit(b); err != nil {
 		return false, fmt.Errorf("drain: commit %s: %w", b.File, err)
 	}
-	d.replayed.Add(stored)
-	d.duplicates.Add(dups)
 	return true, nil
 }
 
-// submit pushes records through fusion, one group per partition in record order, and
-// waits for every verdict.
-func (d *Drainer) submit(ctx context.Context, recs []spool.Record) (stored, dups, failed int64) {
-	groups := Groups(recs)
+// submit pushes records through fusion, one group per partition in record order, waits
+// for every verdict and returns each record's.
+func (d *Drainer) submit(ctx context.Context, recs []spool.Record) []fusion.Status {
+	groups, where := groupsOf(recs)
 	done := make(chan struct{}, len(groups))
 	for _, g := range groups {
 		g.Done = func() { done <- struct{}{} }
@@ -299,27 +342,26 @@ func (d *Drainer) submit(ctx context.Context, recs []spool.Record) (stored, dups
 	for range groups {
 		<-done // fusion always answers (Close answers Error): no need to watch ctx
 	}
-	for _, g := range groups {
-		for _, r := range g.Results {
-			switch r.Status {
-			case fusion.Queued:
-				stored++
-			case fusion.Duplicate:
-				dups++
-			default:
-				failed++
-			}
-		}
+	out := make([]fusion.Status, len(recs))
+	for i, w := range where {
+		out[i] = groups[w[0]].Results[w[1]].Status
 	}
-	return stored, dups, failed
+	return out
 }
 
 // Groups turns records into fusion groups: one per (tenant, queue, partition), in the
 // order the partitions first appear, frames in record order.
 func Groups(recs []spool.Record) []*fusion.Group {
+	groups, _ := groupsOf(recs)
+	return groups
+}
+
+// groupsOf is Groups, also returning where each record went: (group, frame).
+func groupsOf(recs []spool.Record) ([]*fusion.Group, [][2]int) {
 	var groups []*fusion.Group
+	where := make([][2]int, len(recs))
 	idx := make(map[[3]string]int)
-	for _, r := range recs {
+	for ri, r := range recs {
 		k := [3]string{r.Tenant, r.Queue, r.Partition}
 		i, ok := idx[k]
 		if !ok {
@@ -328,9 +370,10 @@ func Groups(recs []spool.Record) []*fusion.Group {
 			groups = append(groups, &fusion.Group{Tenant: r.Tenant, Queue: r.Queue, Partition: r.Partition})
 		}
 		g := groups[i]
+		where[ri] = [2]int{i, len(g.Frames)}
 		g.Frames = append(g.Frames, segment.Frame{ID: r.MessageID, TransactionID: r.TransactionID,
 			ProducerSub: r.ProducerSub, TraceID: r.TraceID, HasTrace: r.HasTrace, Encrypted: r.Encrypted, Payload: r.Payload})
 		g.Hashes = append(g.Hashes, dedup.Hash(r.TransactionID))
 	}
-	return groups
+	return groups, where
 }

@@ -242,3 +242,30 @@ func TestNoQuarantineWhileTheDatabaseIsAway(t *testing.T) {
 		t.Fatalf("stored %s", got)
 	}
 }
+
+// TestPartialFailureResendsOnlyTheRest: when some partitions' bundles of a step commit
+// and others fail, the retry sends only what failed; with dedup off (window 0) a resent
+// record would be stored twice.
+func TestPartialFailureResendsOnlyTheRest(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, "q", 64, 8, Options{MaxBatch: 100})
+	f.store.SetWindow(tenant, "q", 0)
+	var failures atomic.Int32
+	f.store.BeforePush = func(segs []ports.Segment) error {
+		for _, sg := range segs {
+			if sg.Partition == "p3" && failures.Add(1) <= 2 {
+				return errors.New("this bundle fails")
+			}
+		}
+		return nil
+	}
+	sum, err := f.d.Until(context.Background(), time.Now().Add(10*time.Second))
+	if err != nil || sum.Replayed != 64 || sum.Remaining != 0 {
+		t.Fatalf("summary %+v, %v", sum, err)
+	}
+	for p := range 8 {
+		if got := f.seqs(t, "q", fmt.Sprintf("p%d", p)); len(got) != 8 {
+			t.Fatalf("p%d stored %d records (%v), want 8 exactly", p, len(got), got)
+		}
+	}
+}
