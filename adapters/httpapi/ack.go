@@ -108,6 +108,10 @@ func (a *api) decodeBody(r *http.Request, v any) error {
 	return nil
 }
 
+// maxLeaseSeconds caps a lease extension at a year: the database takes the seconds as a
+// 4-byte integer, and a larger value would wrap to a negative (already expired) lease.
+const maxLeaseSeconds = 365 * 24 * 3600
+
 type extendResponse struct {
 	LeaseID        string  `json:"leaseId"`
 	Success        bool    `json:"success"`
@@ -127,7 +131,7 @@ func (a *api) handleExtend(w http.ResponseWriter, r *http.Request) {
 			Seconds *int `json:"seconds"`
 		}
 		if json.Unmarshal(b, &body) == nil && body.Seconds != nil && *body.Seconds > 0 {
-			seconds = *body.Seconds
+			seconds = min(*body.Seconds, maxLeaseSeconds)
 		}
 	}
 	n, exp, err := a.Consume.ExtendLease(r.Context(), leaseID, time.Duration(seconds)*time.Second)

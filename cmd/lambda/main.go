@@ -17,8 +17,10 @@ import (
 	"github.com/queen-go/queen/config"
 )
 
-// lambdaMargin is left before the invocation deadline: closing the spool and answering
-// must fit in it (seconds, with a slow network file system in mind).
+// lambdaMargin is the least time left before the invocation deadline: closing the spool
+// and answering must fit in it (seconds, with a slow network file system in mind). A
+// bundle in flight may take up to DB_STATEMENT_TIMEOUT, so the margin grows to that
+// (plus the floor) when the invocation is long enough to afford it.
 const lambdaMargin = 10 * time.Second
 
 type dirList []string
@@ -104,7 +106,11 @@ func Invocation(job *queen.DrainJob, dirs []string) lambda.Job {
 		if !ok {
 			deadline = time.Now().Add(time.Minute)
 		}
-		sum, err := job.Run(ctx, dirs, deadline.Add(-lambdaMargin))
+		margin := lambdaMargin
+		if m := job.Config.StatementTimeout + lambdaMargin; m < time.Until(deadline)/2 {
+			margin = m
+		}
+		sum, err := job.Run(ctx, dirs, deadline.Add(-margin))
 		return sum, err
 	}
 }
