@@ -103,6 +103,10 @@ func (a *api) handleTransaction(w http.ResponseWriter, r *http.Request) {
 	case errors.As(err, &rb):
 		fail(http.StatusOK, rb.Msg, rb.Reason)
 		return
+	case errors.Is(err, push.ErrSpooledAhead):
+		// 503: retried by clients (nothing was applied), and succeeds once replay caught up.
+		fail(http.StatusServiceUnavailable, err.Error()+"; nothing was applied, retry later", "spooled")
+		return
 	case err != nil:
 		writeError(w, a.opts.Logger, err)
 		return

@@ -2,6 +2,7 @@ package push
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -112,4 +113,29 @@ func TestFullDiskAnswersFailed(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestTransactionWaitsForSpooledPushes: a transaction may not overtake the spooled pushes
+// of a partition it writes to.
+func TestTransactionWaitsForSpooledPushes(t *testing.T) {
+	t.Parallel()
+	var divert atomic.Bool
+	divert.Store(true)
+	f, _, _, _ := spoolFixture(t, &divert)
+	f.svc.opts.Codec, f.svc.opts.Transactions = f.codec, refuseTxn{t}
+	if got := statuses(f.svc.Push(context.Background(), tenant, "", []Item{{Queue: "q", Partition: "a", Payload: []byte(`1`)}})); got != "buffered " {
+		t.Fatalf("push: %s", got)
+	}
+	_, err := f.svc.Transaction(context.Background(), tenant, "", []TxnOp{{Push: &TxnPush{Item: Item{Queue: "q", Partition: "a", Payload: []byte(`2`)}}}}, "")
+	if !errors.Is(err, ErrSpooledAhead) {
+		t.Fatalf("transaction behind spooled pushes: %v, want ErrSpooledAhead", err)
+	}
+}
+
+// refuseTxn is a transaction store that must not be reached.
+type refuseTxn struct{ t *testing.T }
+
+func (r refuseTxn) Transaction(context.Context, []ports.Segment, []ports.AckItem, string) ([]ports.SegmentResult, []ports.AckResult, error) {
+	r.t.Error("the transaction reached the store")
+	return nil, nil, errors.New("refused")
 }

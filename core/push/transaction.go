@@ -34,6 +34,11 @@ type TxnResult struct {
 // ErrNoTransactions is returned when the service was built without a transaction store.
 var ErrNoTransactions = errors.New("push: transactions are not configured")
 
+// ErrSpooledAhead refuses a transaction that pushes to a partition whose spooled pushes
+// are not replayed yet: committing it first would put its messages before older ones.
+// Nothing was applied; the client retries once the spool has drained.
+var ErrSpooledAhead = errors.New("a partition of the transaction has spooled pushes not yet replayed")
+
 // Transaction commits every push and ack of ops in one database transaction, or none of
 // them. hint is the request's single unambiguous lease hint ("" = none). Items must be
 // validated. A *ports.RollbackError means the store rolled everything back because of
@@ -46,6 +51,13 @@ func (s *Service) Transaction(ctx context.Context, tenant, producerSub string, o
 	segs, locate, err := s.txnSegments(ctx, tenant, producerSub, ops, out)
 	if err != nil {
 		return nil, err
+	}
+	if s.opts.Spool != nil {
+		for _, sg := range segs {
+			if s.opts.Spool.Pending(tenant, sg.Queue, sg.Partition) {
+				return nil, fmt.Errorf("push: transaction to %s/%s: %w", sg.Queue, sg.Partition, ErrSpooledAhead)
+			}
+		}
 	}
 	var acks []ports.AckItem
 	var ackPos []int
