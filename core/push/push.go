@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -202,31 +203,28 @@ func (s *Service) Push(ctx context.Context, tenant, producerSub string, items []
 		g.Frames = append(g.Frames, f)
 		g.Hashes = append(g.Hashes, dedup.Hash(r.TransactionID))
 	}
-	diverted := s.divert(ctx, tenant, groups)
+	spooled := s.divert(ctx, tenant, groups)
 	fused := make([]*fusion.Group, 0, len(groups))
 	for gi, g := range groups {
-		if _, ok := diverted[gi]; !ok {
+		if _, ok := spooled[[2]int{gi, 0}]; !ok { // a diverted group is spooled whole
 			fused = append(fused, g)
 		}
 	}
 	wg.Add(len(fused))
 	s.batcher.Submit(fused...) // together: one request's partitions can share a bundle
 	wg.Wait()
-	respooled := s.spoolFailed(ctx, tenant, groups, diverted)
+	maps.Copy(spooled, s.spoolFailed(ctx, tenant, groups, spooled))
 
 	for i := range results {
 		sl := slots[i]
 		if sl.leader != i {
 			continue
 		}
-		if st, ok := diverted[sl.group]; ok {
-			results[i].Status = st
+		if st, ok := spooled[[2]int{sl.group, sl.frame}]; ok {
+			results[i].Status = st // no partition id or offset yet: they come with the replay
 			continue
 		}
 		fill(&results[i], groups[sl.group].Results[sl.frame])
-		if st, ok := respooled[[2]int{sl.group, sl.frame}]; ok {
-			results[i].Status = st
-		}
 	}
 	for i := range results {
 		if l := slots[i].leader; l != i {
@@ -239,74 +237,70 @@ func (s *Service) Push(ctx context.Context, tenant, producerSub string, items []
 // divert spools, without trying the database, every group that must not go there now:
 // all of them under push maintenance or while the database is known to be away, and
 // any group whose partition still has spooled records (they must commit first, so the
-// partition keeps its order across the outage). It returns the status of each diverted
-// group: buffered, or failed when the spool write failed.
-func (s *Service) divert(ctx context.Context, tenant string, groups []*fusion.Group) map[int]Status {
+// partition keeps its order across the outage). It returns the status of every frame
+// of the diverted groups, keyed (group, frame): buffered, or failed when the spool
+// write failed.
+func (s *Service) divert(ctx context.Context, tenant string, groups []*fusion.Group) map[[2]int]Status {
+	spooled := make(map[[2]int]Status)
 	if s.opts.Spool == nil {
-		return nil
+		return spooled
 	}
 	all := s.opts.Divert != nil && s.opts.Divert()
-	var recs []spool.Record
-	var idx []int
-	for gi, g := range groups {
-		if all || s.opts.Spool.Pending(tenant, g.Queue, g.Partition) {
-			idx = append(idx, gi)
-			for k := range g.Frames {
-				recs = append(recs, record(tenant, g, k))
-			}
-		}
-	}
-	if len(idx) == 0 {
-		return nil
-	}
-	st := s.append(ctx, recs)
-	out := make(map[int]Status, len(idx))
-	for _, gi := range idx {
-		out[gi] = st
-	}
-	return out
-}
-
-// spoolFailed spools the frames whose bundle failed and returns their new status by
-// (group, frame).
-func (s *Service) spoolFailed(ctx context.Context, tenant string, groups []*fusion.Group, diverted map[int]Status) map[[2]int]Status {
-	if s.opts.Spool == nil {
-		return nil
-	}
-	var recs []spool.Record
 	var refs [][2]int
 	for gi, g := range groups {
-		if _, ok := diverted[gi]; ok {
-			continue
-		}
-		for k, r := range g.Results {
-			if r.Status == fusion.Error {
-				recs = append(recs, record(tenant, g, k))
+		if all || s.opts.Spool.Pending(tenant, g.Queue, g.Partition) {
+			for k := range g.Frames {
 				refs = append(refs, [2]int{gi, k})
 			}
 		}
 	}
-	if len(recs) == 0 {
+	s.spoolFrames(ctx, tenant, groups, refs, spooled)
+	return spooled
+}
+
+// spoolFailed spools the frames of the groups sent to the database whose bundle failed
+// and returns their new status by (group, frame).
+func (s *Service) spoolFailed(ctx context.Context, tenant string, groups []*fusion.Group, diverted map[[2]int]Status) map[[2]int]Status {
+	if s.opts.Spool == nil {
 		return nil
 	}
-	if s.opts.BundleFailed != nil {
+	var refs [][2]int
+	for gi, g := range groups {
+		if _, ok := diverted[[2]int{gi, 0}]; ok {
+			continue
+		}
+		for k, r := range g.Results {
+			if r.Status == fusion.Error {
+				refs = append(refs, [2]int{gi, k})
+			}
+		}
+	}
+	if len(refs) > 0 && s.opts.BundleFailed != nil {
 		s.opts.BundleFailed()
 	}
-	st := s.append(ctx, recs)
 	out := make(map[[2]int]Status, len(refs))
-	for _, ref := range refs {
-		out[ref] = st
-	}
+	s.spoolFrames(ctx, tenant, groups, refs, out)
 	return out
 }
 
-// append makes records durable in the spool: buffered, or failed when it cannot.
-func (s *Service) append(ctx context.Context, recs []spool.Record) Status {
+// spoolFrames makes frames refs (group, frame) of groups durable in the spool in one
+// append, and records their status in into: buffered, or failed when it cannot.
+func (s *Service) spoolFrames(ctx context.Context, tenant string, groups []*fusion.Group, refs [][2]int, into map[[2]int]Status) {
+	if len(refs) == 0 {
+		return
+	}
+	recs := make([]spool.Record, len(refs))
+	for i, ref := range refs {
+		recs[i] = record(tenant, groups[ref[0]], ref[1])
+	}
+	st := StatusBuffered
 	if err := s.opts.Spool.Append(ctx, recs); err != nil {
 		s.opts.Logger.Error("push: spool write failed, answering failed", "items", len(recs), "err", err)
-		return StatusFailed
+		st = StatusFailed
 	}
-	return StatusBuffered
+	for _, ref := range refs {
+		into[ref] = st
+	}
 }
 
 // record is frame k of g as a spool record.
