@@ -148,8 +148,11 @@ var checks = map[string]check{
 
 // Load reads the configuration from the process environment.
 func Load() (Config, error) {
-	return Parse(env.ToMap(os.Environ()))
+	return Parse(Environ(os.Environ()))
 }
+
+// Environ turns a process environment ("KEY=value" strings) into the map Parse reads.
+func Environ(list []string) map[string]string { return env.ToMap(list) }
 
 // Parse reads the configuration from environ, a map of variable names to
 // values. On failure it returns a zero Config and every problem found,

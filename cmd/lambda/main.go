@@ -57,7 +57,7 @@ func run(args, environ []string, stdout, stderr io.Writer) int {
 		}
 		return 2
 	}
-	env := envMap(environ)
+	env := config.Environ(environ)
 	cfg, err := config.Parse(env)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
@@ -113,14 +113,4 @@ func Invocation(job *queen.DrainJob, dirs []string) lambda.Job {
 		sum, err := job.Run(ctx, dirs, deadline.Add(-margin))
 		return sum, err
 	}
-}
-
-func envMap(environ []string) map[string]string {
-	m := make(map[string]string, len(environ))
-	for _, kv := range environ {
-		if k, v, ok := strings.Cut(kv, "="); ok {
-			m[k] = v
-		}
-	}
-	return m
 }

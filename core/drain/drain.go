@@ -349,14 +349,9 @@ func (d *Drainer) submit(ctx context.Context, recs []spool.Record) []fusion.Stat
 	return out
 }
 
-// Groups turns records into fusion groups: one per (tenant, queue, partition), in the
-// order the partitions first appear, frames in record order.
-func Groups(recs []spool.Record) []*fusion.Group {
-	groups, _ := groupsOf(recs)
-	return groups
-}
-
-// groupsOf is Groups, also returning where each record went: (group, frame).
+// groupsOf turns records into fusion groups, one per (tenant, queue, partition) in the
+// order the partitions first appear, frames in record order, and says where each record
+// went: (group, frame).
 func groupsOf(recs []spool.Record) ([]*fusion.Group, [][2]int) {
 	var groups []*fusion.Group
 	where := make([][2]int, len(recs))
