@@ -39,13 +39,9 @@ func RunConsume(ctx context.Context, cfg ConsumeConfig) (Summary, error) {
 		for ctx.Err() == nil {
 			t0 := time.Now()
 			b, err := c.Pop(path)
-			if ctx.Err() != nil && err != nil {
-				return nil // aborted at the end of the run
-			}
 			m.Add("pops", 1)
 			if err != nil {
-				m.Add("errors", 1)
-				fmt.Fprintf(cfg.Out, "pop error: %v\n", err)
+				m.Fail("pop", err)
 				continue
 			}
 			if b == nil {
@@ -66,13 +62,9 @@ func RunConsume(ctx context.Context, cfg ConsumeConfig) (Summary, error) {
 				m.Add("ackFailed", 1)
 			}
 			refused, err := c.Ack(b, "", failed)
-			if ctx.Err() != nil && err != nil {
-				return nil // aborted at the end of the run
-			}
 			m.Add("acks", 1)
 			if err != nil {
-				m.Add("errors", 1)
-				fmt.Fprintf(cfg.Out, "ack error: %v\n", err)
+				m.Fail("ack", err)
 				continue
 			}
 			m.Add("ackRefused", int64(refused))

@@ -77,11 +77,11 @@ func RunLatency(ctx context.Context, cfg LatencyConfig) (Summary, error) {
 			bad, _, err := c.Push([]Item{{Queue: cfg.Queue, Partition: fmt.Sprintf("p%d", rand.IntN(cfg.Partitions)),
 				TransactionID: fmt.Sprintf("lat-%d", n), Payload: body}})
 			pushLat.Record(time.Since(t0))
-			if ctx.Err() != nil && err != nil {
-				return nil // aborted at the end of the run
+			if err == nil && bad > 0 {
+				err = fmt.Errorf("%d item not stored", bad)
 			}
-			if err != nil || bad > 0 {
-				m.Add("errors", 1)
+			if err != nil {
+				m.Fail("push", err)
 				continue
 			}
 			m.Add("pushed", 1)
@@ -93,7 +93,7 @@ func RunLatency(ctx context.Context, cfg LatencyConfig) (Summary, error) {
 		for ctx.Err() == nil {
 			b, err := c.Pop(path)
 			if err != nil {
-				m.Add("errors", 1)
+				m.Fail("pop", err)
 				continue
 			}
 			if b == nil {
@@ -110,8 +110,8 @@ func RunLatency(ctx context.Context, cfg LatencyConfig) (Summary, error) {
 				}
 			}
 			m.Add("consumed", int64(len(b.Messages)))
-			if _, err := c.Ack(b, "", nil); err != nil && ctx.Err() == nil {
-				m.Add("errors", 1)
+			if _, err := c.Ack(b, "", nil); err != nil {
+				m.Fail("ack", err)
 			}
 		}
 		return nil

@@ -118,7 +118,7 @@ func (p *pipeline) consumers(ctx context.Context, wg *sync.WaitGroup, errc chan<
 					work(wctx, cl, b)
 					cancel()
 				}
-				p.ack(ctx, cl, b)
+				p.ack(cl, b)
 			}
 		})
 	}
@@ -202,11 +202,8 @@ func (p *pipeline) pushRetrying(ctx context.Context, cl *Client, items []Item) b
 	}
 }
 
-func (p *pipeline) ack(ctx context.Context, cl *Client, b *Batch) {
+func (p *pipeline) ack(cl *Client, b *Batch) {
 	refused, err := cl.Ack(b, "", nil)
-	if ctx.Err() != nil && err != nil {
-		return
-	}
 	p.m.Add("acks", int64(len(b.Messages)-refused))
 	if err != nil || refused > 0 {
 		p.m.Add("ackErr", max(int64(refused), 1))

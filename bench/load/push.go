@@ -58,13 +58,9 @@ func RunPush(ctx context.Context, cfg PushConfig) (Summary, error) {
 			}
 			t0 := time.Now()
 			bad, buffered, err := c.Push(items)
-			if ctx.Err() != nil && err != nil {
-				return nil // aborted at the end of the run
-			}
 			m.Add("requests", 1)
 			if err != nil {
-				m.Add("errors", 1)
-				fmt.Fprintf(cfg.Out, "push error: %v\n", err)
+				m.Fail("push", err)
 				continue
 			}
 			m.Latency(time.Since(t0))

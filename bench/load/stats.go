@@ -105,6 +105,13 @@ func (m *Meter) Gauge(name string, f func() int64) {
 // Add counts n events of counter name (which must have been declared).
 func (m *Meter) Add(name string, n int64) { m.counts[name].Add(n) }
 
+// Fail counts one failed request in the "errors" counter (which must have been
+// declared) and shows why: broker errors are counted and shown, never hidden.
+func (m *Meter) Fail(what string, err error) {
+	m.Add("errors", 1)
+	fmt.Fprintf(m.out, "%s error: %v\n", what, err)
+}
+
 // Get returns a counter's value.
 func (m *Meter) Get(name string) int64 { return m.counts[name].Load() }
 
