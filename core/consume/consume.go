@@ -124,49 +124,62 @@ func (s *Service) Pop(ctx context.Context, req ports.PopRequest, wait time.Durat
 		if wait > 0 {
 			parked = s.park(req)
 		}
-		if s.opts.Paused == nil || !s.opts.Paused() {
-			claims, err := s.store.Pop(ctx, req)
-			if err != nil {
-				parked.Done(false)
-				return nil, err
-			}
-			if len(claims) > 0 {
-				parked.Done(false) // a wake that came during the claim may be for data left behind
-				if ctx.Err() != nil {
-					return nil, s.release(req, claims, ctx.Err())
-				}
-				b, err := s.batch(req, claims)
-				if err != nil && req.AutoAck {
-					// The claim already moved the cursors: give the spans back, or their
-					// messages (and those of every partition claimed with them) would be
-					// skipped unseen. A leased claim keeps its lease: it redelivers at
-					// expiry, which also paces retries of a span that cannot be read.
-					return nil, s.release(req, claims, err)
-				}
-				return b, err
-			}
+		if b, err := s.claim(ctx, req); b != nil || err != nil {
+			parked.Done(false) // a wake that came during the claim may be for data left behind
+			return b, err
 		}
-		left := time.Until(deadline)
-		if wait <= 0 || left <= 0 {
-			parked.Done(false)
-			return nil, nil
+		again, err := s.await(ctx, parked, time.Until(deadline), empties)
+		if !again {
+			return nil, err
 		}
-		t := time.NewTimer(min(s.interval(empties), left))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			parked.Done(false)
-			return nil, ctx.Err()
-		case <-s.stopping:
-			t.Stop()
-			parked.Done(false)
-			return nil, nil
-		case <-parked.C():
-		case <-t.C:
-		}
-		t.Stop()
-		parked.Done(true) // about to claim again
 	}
+}
+
+// claim makes one claim attempt (none during pop maintenance) and decodes what it got.
+func (s *Service) claim(ctx context.Context, req ports.PopRequest) (*Batch, error) {
+	if s.opts.Paused != nil && s.opts.Paused() {
+		return nil, nil
+	}
+	claims, err := s.store.Pop(ctx, req)
+	if err != nil || len(claims) == 0 {
+		return nil, err
+	}
+	if ctx.Err() != nil {
+		return nil, s.release(req, claims, ctx.Err())
+	}
+	b, err := s.batch(req, claims)
+	if err != nil && req.AutoAck {
+		// The claim already moved the cursors: give the spans back, or their messages
+		// (and those of every partition claimed with them) would be skipped unseen. A
+		// leased claim keeps its lease: it redelivers at expiry, which also paces retries
+		// of a span that cannot be read.
+		return nil, s.release(req, claims, err)
+	}
+	return b, err
+}
+
+// await parks an empty pop until a wake, its next re-check, its deadline (left), the
+// client's departure or the broker's stop. It reports whether to claim again, and the
+// client's error when it left.
+func (s *Service) await(ctx context.Context, parked *Wait, left time.Duration, empties int) (bool, error) {
+	if parked == nil || left <= 0 {
+		parked.Done(false)
+		return false, nil
+	}
+	t := time.NewTimer(min(s.interval(empties), left))
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		parked.Done(false)
+		return false, ctx.Err()
+	case <-s.stopping:
+		parked.Done(false)
+		return false, nil
+	case <-parked.C():
+	case <-t.C:
+	}
+	parked.Done(true) // about to claim again
+	return true, nil
 }
 
 // release gives back claims whose messages will not reach the client (it went away
