@@ -1,0 +1,142 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/queen-go/queen/bench/load"
+	"github.com/queen-go/queen/bench/verify"
+)
+
+// modeFlags are one mode's flag set and the flags every load mode shares.
+type modeFlags struct {
+	fs     *flag.FlagSet
+	common load.Common
+	ready  time.Duration
+}
+
+// load declares the flags every load mode has; d is the default measured phase.
+func (m *modeFlags) load(d time.Duration) {
+	m.fs.StringVar(&m.common.URL, "url", "http://localhost:6632", "broker base URL")
+	m.fs.DurationVar(&m.common.Duration, "duration", d, "length of the measured phase")
+	m.fs.DurationVar(&m.ready, "ready-timeout", 0, "first wait up to this long for GET /health to answer 200")
+}
+
+// summary prints a load mode's summary: its exit code is 0 unless the run failed.
+func (m *modeFlags) summary(s load.Summary, err error) (int, error) {
+	s.Print(m.common.Out)
+	return 0, err
+}
+
+// modes declare each mode's flags and return the run, called once the flags are parsed.
+var modes = map[string]func(ctx context.Context, m *modeFlags) func() (int, error){
+	"push": pushMode, "consume": consumeMode, "latency": latencyMode, "pipeline": pipelineMode, "verify": verifyMode,
+}
+
+func pushMode(ctx context.Context, m *modeFlags) func() (int, error) {
+	c := load.PushConfig{}
+	m.load(10 * time.Second)
+	m.fs.StringVar(&c.Queue, "queue", "bench-push", "queue")
+	m.fs.IntVar(&c.Conns, "conns", 64, "concurrent connections")
+	m.fs.IntVar(&c.Batch, "batch", 1, "messages per request (one partition per request)")
+	m.fs.IntVar(&c.Partitions, "partitions", 1000, "partitions, chosen at random per request")
+	m.fs.IntVar(&c.PayloadBytes, "payload", 110, "payload size, bytes")
+	m.fs.Int64Var(&c.Count, "count", 0, "stop after this many messages (0: -duration)")
+	return func() (int, error) {
+		c.Common = m.common
+		return m.summary(load.RunPush(ctx, c))
+	}
+}
+
+func consumeMode(ctx context.Context, m *modeFlags) func() (int, error) {
+	c := load.ConsumeConfig{}
+	m.load(10 * time.Second)
+	m.fs.StringVar(&c.Queue, "queue", "bench-push", "queue")
+	m.fs.IntVar(&c.Consumers, "consumers", 8, "concurrent consumers")
+	m.fs.StringVar(&c.Group, "group", "", "consumer group (empty: queue mode)")
+	m.fs.IntVar(&c.Batch, "batch", 100, "pop batch")
+	m.fs.IntVar(&c.Partitions, "partitions", 1, "partitions per wildcard pop")
+	m.fs.IntVar(&c.Pinned, "pinned", 0, "> 0: consumer i pops only partition p(i mod pinned)")
+	m.fs.BoolVar(&c.Wait, "wait", true, "long-poll")
+	m.fs.IntVar(&c.TimeoutMS, "timeout", 1000, "long-poll timeout, ms")
+	m.fs.BoolVar(&c.AutoAck, "autoack", false, "autoAck pops instead of explicit acks")
+	m.fs.Float64Var(&c.FailRate, "fail-rate", 0, "fraction of batches acked with one message failed")
+	m.fs.Int64Var(&c.Count, "count", 0, "stop after this many messages (0: -duration)")
+	return func() (int, error) {
+		c.Common = m.common
+		return m.summary(load.RunConsume(ctx, c))
+	}
+}
+
+func latencyMode(ctx context.Context, m *modeFlags) func() (int, error) {
+	c := load.LatencyConfig{}
+	m.load(10 * time.Second)
+	m.fs.StringVar(&c.Queue, "queue", "bench-latency", "queue")
+	m.fs.Float64Var(&c.Rate, "rate", 500, "messages per second, one per request")
+	m.fs.IntVar(&c.Producers, "producers", 32, "producer connections (each pushes one message at a time: enough of them that a slow push does not delay the next scheduled ones)")
+	m.fs.IntVar(&c.Partitions, "partitions", 100, "partitions")
+	m.fs.IntVar(&c.Consumers, "consumers", 8, "long-poll consumers")
+	m.fs.IntVar(&c.Batch, "batch", 100, "pop batch")
+	m.fs.IntVar(&c.PopParts, "pop-partitions", 10, "partitions per pop")
+	m.fs.IntVar(&c.TimeoutMS, "timeout", 5000, "long-poll timeout, ms (parked pops wake on commits; this only bounds an idle wait, and the run's end)")
+	return func() (int, error) {
+		c.Common = m.common
+		return m.summary(load.RunLatency(ctx, c))
+	}
+}
+
+func pipelineMode(ctx context.Context, m *modeFlags) func() (int, error) {
+	c := load.PipelineConfig{}
+	m.load(60 * time.Second)
+	m.fs.StringVar(&c.Dir, "dir", "", "run directory for stage logs and produced.meta (default: a new temporary directory)")
+	m.fs.StringVar(&c.Prefix, "prefix", "", "queue name prefix (default: cm-<unix time>)")
+	m.fs.IntVar(&c.Entities, "entities", 100, "entities per flow (one partition each, in every queue)")
+	m.fs.Float64Var(&c.Rate, "rate", 500, "ingress events per second, both flows together")
+	m.fs.DurationVar(&c.Ramp, "ramp", 5*time.Second, "linear ramp before the measured phase")
+	m.fs.IntVar(&c.Fanout, "fanout", 5, "consumer groups on each derived queue")
+	m.fs.DurationVar(&c.WorkMin, "work-min", 10*time.Millisecond, "first-stage simulated work, lower bound")
+	m.fs.DurationVar(&c.WorkMax, "work-max", 30*time.Millisecond, "first-stage simulated work, upper bound")
+	m.fs.IntVar(&c.PopBatch, "pop-batch", 100, "pop batch")
+	m.fs.IntVar(&c.PopParts, "pop-partitions", 10, "partitions per wildcard pop")
+	m.fs.IntVar(&c.Consumers, "consumers", 2, "consumers per (queue, group)")
+	m.fs.IntVar(&c.Producers, "producers", 16, "ingress connections per flow")
+	m.fs.DurationVar(&c.Drain, "drain", 5*time.Second, "consumption after the cutoff, before verifying")
+	m.fs.IntVar(&c.DedupWindow, "dedup-window", 300, "queues' dedupWindowSeconds")
+	m.fs.IntVar(&c.CompletedRetention, "completed-retention", 300, "queues' completedRetentionSeconds")
+	m.fs.IntVar(&c.LeaseTime, "lease-time", 60, "queues' leaseTime, seconds")
+	return func() (int, error) {
+		c.Common = m.common
+		if c.Prefix == "" {
+			c.Prefix = fmt.Sprintf("cm-%d", time.Now().Unix())
+		}
+		if c.Dir == "" {
+			d, err := os.MkdirTemp("", "queen-pipeline-")
+			if err != nil {
+				return 2, err
+			}
+			c.Dir = d
+		}
+		fmt.Fprintf(m.common.Out, "pipeline: run directory %s, queues %s-*\n", c.Dir, c.Prefix)
+		s, rep, err := load.RunPipeline(ctx, c)
+		s.Print(m.common.Out)
+		return verdict(m.common.Out, rep, err)
+	}
+}
+
+func verifyMode(_ context.Context, m *modeFlags) func() (int, error) {
+	var dir string
+	var ackErrors int64
+	m.fs.StringVar(&dir, "dir", "", "run directory of an earlier pipeline run")
+	m.fs.Int64Var(&ackErrors, "ack-errors", 0, "ack failures recorded during that run (order violations are then not fatal)")
+	return func() (int, error) {
+		if dir == "" {
+			return 2, errors.New("-dir is required")
+		}
+		rep, err := verify.Dir(dir, verify.Options{AckErrors: ackErrors})
+		return verdict(m.common.Out, rep, err)
+	}
+}
