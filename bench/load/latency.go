@@ -58,64 +58,24 @@ func Pace(ctx context.Context, rate float64, ramp time.Duration) <-chan time.Tim
 	return ch
 }
 
+// latencyRun is the state the latency mode's producers and consumers share.
+type latencyRun struct {
+	cfg              LatencyConfig
+	m                *Meter
+	ticks            <-chan time.Time
+	seq              atomic.Int64
+	pushLat, sendLag Hist // push round trip; scheduled instant to send
+}
+
 // RunLatency measures push-to-pop latency: a paced producer, parked long-poll consumers.
 func RunLatency(ctx context.Context, cfg LatencyConfig) (Summary, error) {
-	m := NewMeter("latency", cfg.Out, "pushed", "consumed", "empty", "errors")
+	r := &latencyRun{cfg: cfg, m: NewMeter("latency", cfg.Out, "pushed", "consumed", "empty", "errors")}
+	m := r.m
 	// A message can be consumed before its push is answered: the backlog is never negative.
 	m.Gauge("backlog", func() int64 { return max(m.Get("pushed")-m.Get("consumed"), 0) })
 	runCtx, cancel := context.WithTimeout(ctx, cfg.Duration)
 	defer cancel()
-	ticks := Pace(runCtx, cfg.Rate, 0)
-	var seq atomic.Int64
-	var pushLat, sendLag Hist // push round trip; scheduled instant to send
-	producers := func(ctx context.Context, w int, c *Client) error {
-		for at := range ticks {
-			n := seq.Add(1)
-			body := fmt.Appendf(nil, `{"t":%d}`, at.UnixNano())
-			t0 := time.Now()
-			sendLag.Record(t0.Sub(at))
-			bad, _, err := c.Push([]Item{{Queue: cfg.Queue, Partition: fmt.Sprintf("p%d", rand.IntN(cfg.Partitions)),
-				TransactionID: fmt.Sprintf("lat-%d", n), Payload: body}})
-			pushLat.Record(time.Since(t0))
-			if err == nil && bad > 0 {
-				err = fmt.Errorf("%d item not stored", bad)
-			}
-			if err != nil {
-				m.Fail("push", err)
-				continue
-			}
-			m.Add("pushed", 1)
-		}
-		return nil
-	}
-	consumers := func(ctx context.Context, w int, c *Client) error {
-		path := PopParams{Queue: cfg.Queue, Batch: cfg.Batch, Partitions: cfg.PopParts, Wait: true, TimeoutMS: cfg.TimeoutMS}.Path()
-		for ctx.Err() == nil {
-			b, err := c.Pop(path)
-			if err != nil {
-				m.Fail("pop", err)
-				continue
-			}
-			if b == nil {
-				m.Add("empty", 1)
-				continue
-			}
-			now := time.Now()
-			for _, msg := range b.Messages {
-				var d struct {
-					T int64 `json:"t"`
-				}
-				if json.Unmarshal(msg.Data, &d) == nil && d.T > 0 {
-					m.Latency(now.Sub(time.Unix(0, d.T)))
-				}
-			}
-			m.Add("consumed", int64(len(b.Messages)))
-			if _, err := c.Ack(b, "", nil); err != nil {
-				m.Fail("ack", err)
-			}
-		}
-		return nil
-	}
+	r.ticks = Pace(runCtx, cfg.Rate, 0)
 	done := make(chan error, 1)
 	// Consumers run a little past the producers' end so the tail is measured, and stop
 	// on their own deadline (their long polls end at most TimeoutMS later).
@@ -123,19 +83,71 @@ func RunLatency(ctx context.Context, cfg LatencyConfig) (Summary, error) {
 	defer stopConsumers()
 	go func() {
 		done <- Workers(consumeCtx, cfg.URL, cfg.Consumers, time.Duration(cfg.TimeoutMS)*time.Millisecond+10*time.Second,
-			nil, 0, consumers)
+			nil, 0, r.consume)
 	}()
-	err := Workers(runCtx, cfg.URL, cfg.Producers, 30*time.Second, m, 0, producers)
+	err := Workers(runCtx, cfg.URL, cfg.Producers, 30*time.Second, m, 0, r.produce)
 	drain := time.Now().Add(5 * time.Second)
 	for m.Get("consumed") < m.Get("pushed") && time.Now().Before(drain) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	stopConsumers()
 	s := m.Stop()
-	s.Extra = map[string]any{"push_p50_ms": pushLat.Quantile(0.5), "push_p99_ms": pushLat.Quantile(0.99),
-		"send_lag_p50_ms": sendLag.Quantile(0.5), "send_lag_p99_ms": sendLag.Quantile(0.99)}
+	s.Extra = map[string]any{"push_p50_ms": r.pushLat.Quantile(0.5), "push_p99_ms": r.pushLat.Quantile(0.99),
+		"send_lag_p50_ms": r.sendLag.Quantile(0.5), "send_lag_p99_ms": r.sendLag.Quantile(0.99)}
 	if cerr := <-done; err == nil {
 		err = cerr
 	}
 	return s, err
+}
+
+// produce pushes one message per scheduled instant, carrying that instant.
+func (r *latencyRun) produce(_ context.Context, _ int, c *Client) error {
+	for at := range r.ticks {
+		n := r.seq.Add(1)
+		body := fmt.Appendf(nil, `{"t":%d}`, at.UnixNano())
+		t0 := time.Now()
+		r.sendLag.Record(t0.Sub(at))
+		bad, _, err := c.Push([]Item{{Queue: r.cfg.Queue, Partition: fmt.Sprintf("p%d", rand.IntN(r.cfg.Partitions)),
+			TransactionID: fmt.Sprintf("lat-%d", n), Payload: body}})
+		r.pushLat.Record(time.Since(t0))
+		if err == nil && bad > 0 {
+			err = fmt.Errorf("%d item not stored", bad)
+		}
+		if err != nil {
+			r.m.Fail("push", err)
+			continue
+		}
+		r.m.Add("pushed", 1)
+	}
+	return nil
+}
+
+// consume long-polls, records each message's latency from its scheduled instant, acks.
+func (r *latencyRun) consume(ctx context.Context, _ int, c *Client) error {
+	path := PopParams{Queue: r.cfg.Queue, Batch: r.cfg.Batch, Partitions: r.cfg.PopParts, Wait: true, TimeoutMS: r.cfg.TimeoutMS}.Path()
+	for ctx.Err() == nil {
+		b, err := c.Pop(path)
+		if err != nil {
+			r.m.Fail("pop", err)
+			continue
+		}
+		if b == nil {
+			r.m.Add("empty", 1)
+			continue
+		}
+		now := time.Now()
+		for _, msg := range b.Messages {
+			var d struct {
+				T int64 `json:"t"`
+			}
+			if json.Unmarshal(msg.Data, &d) == nil && d.T > 0 {
+				r.m.Latency(now.Sub(time.Unix(0, d.T)))
+			}
+		}
+		r.m.Add("consumed", int64(len(b.Messages)))
+		if _, err := c.Ack(b, "", nil); err != nil {
+			r.m.Fail("ack", err)
+		}
+	}
+	return nil
 }
