@@ -72,12 +72,18 @@ func Handler(src Sources) http.Handler {
 	gauge("queen_db_pool_size", "Open database connections.", nil, pool(func(t, _, _ int32) int32 { return t }))
 	gauge("queen_db_pool_idle", "Idle database connections.", nil, pool(func(_, i, _ int32) int32 { return i }))
 	gauge("queen_db_pool_active", "Database connections in use.", nil, pool(func(_, _, a int32) int32 { return a }))
-	b2f := func(b bool) float64 {
-		if b {
-			return 1
-		}
-		return 0
-	}
+	registerSpoolAndDatabase(src, gauge, counter)
+	reg.MustRegister(collectors.NewGoCollector())
+	h := promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "no-cache") // api.md §1: scrapes are never cached
+		h.ServeHTTP(w, r)
+	})
+}
+
+// registerSpoolAndDatabase adds the families whose sources are optional: maintenance,
+// the spool, and the database's own commit counter.
+func registerSpoolAndDatabase(src Sources, gauge, counter func(name, help string, labels prometheus.Labels, f func() float64)) {
 	if src.Maintenance != nil {
 		gauge("queen_maintenance_mode_enabled", "1 while push maintenance routes every push to the spool.", nil,
 			func() float64 { return b2f(src.Maintenance()) })
@@ -102,10 +108,11 @@ func Handler(src Sources) http.Handler {
 				return float64(n)
 			})
 	}
-	reg.MustRegister(collectors.NewGoCollector())
-	h := promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Cache-Control", "no-cache") // api.md §1: scrapes are never cached
-		h.ServeHTTP(w, r)
-	})
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }
