@@ -16,6 +16,7 @@ var errBadResult = errors.New("fusion: unroutable store result")
 
 // flushPart is one partition's frames taken into a bundle.
 type flushPart struct {
+	s        *shard // owner: the flush outcome goes back to it
 	p        *part
 	refs     []ref
 	verified int64 // dedup cache watermark for the segment (-1: probe everything)
@@ -27,8 +28,10 @@ type plan struct {
 	slot   []int // per ref that is a first: its frame index in the segment
 }
 
-// flush commits one bundle and sends the outcome back to the shard.
-func (b *Batcher) flush(s *shard, bundle []flushPart) {
+// flush commits one bundle, with riders from waiting shards, and sends the outcome of
+// each part back to the shard that owns it.
+func (b *Batcher) flush(bundle []flushPart) {
+	bundle = b.gatherRiders(bundle)
 	segs := make([]ports.Segment, len(bundle))
 	plans := make([]plan, len(bundle))
 	frames := 0
@@ -41,10 +44,7 @@ func (b *Batcher) flush(s *shard, bundle []flushPart) {
 	results, err := b.store.PushSegments(context.Background(), segs)
 	b.releasePermit(time.Since(start), err == nil)
 
-	out := &flushed{parts: make([]*part, len(bundle)), remainder: make([][]ref, len(bundle))}
-	for k, fp := range bundle {
-		out.parts[k] = fp.p
-	}
+	remainder := make([][]ref, len(bundle))
 	if err == nil && len(results) != len(segs) {
 		err = fmt.Errorf("fusion: store returned %d results for %d segments: %w", len(results), len(segs), errBadResult)
 	}
@@ -58,12 +58,32 @@ func (b *Batcher) flush(s *shard, bundle []flushPart) {
 		}
 	} else {
 		b.stats.bundle(len(segs), frames)
-		out.segs, out.results = segs, results
 		for k, fp := range bundle {
-			out.remainder[k] = b.apply(fp, plans[k], results[k])
+			remainder[k] = b.apply(fp, plans[k], results[k])
 		}
 	}
-	s.done <- out
+	b.report(bundle, remainder, segs, results, err == nil)
+}
+
+// report sends each owner shard the outcome of its parts of a bundle: one flushed per
+// shard, so each shard counts the bundle once.
+func (b *Batcher) report(bundle []flushPart, remainder [][]ref, segs []ports.Segment, results []ports.SegmentResult, ok bool) {
+	outs := make(map[*shard]*flushed, 1)
+	for k, fp := range bundle {
+		out := outs[fp.s]
+		if out == nil {
+			out = &flushed{}
+			outs[fp.s] = out
+		}
+		out.parts = append(out.parts, fp.p)
+		out.remainder = append(out.remainder, remainder[k])
+		if ok {
+			out.segs, out.results = append(out.segs, segs[k]), append(out.results, results[k])
+		}
+	}
+	for s, out := range outs {
+		s.done <- out
+	}
 }
 
 // build runs layer-2 dedup over a partition's frames and packs the segment.

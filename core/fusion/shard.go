@@ -53,6 +53,8 @@ type shard struct {
 	stale        map[string]struct{}  // partition keys whose pending read predates a ForgetQueue
 
 	forgets chan forgetting // ForgetQueue requests (see forget.go)
+	rides   chan ride       // another shard's bundle has room for our ready partitions (ride.go)
+	exited  chan struct{}   // closed when run returns: nobody answers rides any more
 }
 
 func newShard(b *Batcher) *shard {
@@ -68,6 +70,8 @@ func newShard(b *Batcher) *shard {
 		warming:   make(map[string][]seen),
 		stale:     make(map[string]struct{}),
 		forgets:   make(chan forgetting),
+		rides:     make(chan ride),
+		exited:    make(chan struct{}),
 	}
 }
 
@@ -86,6 +90,7 @@ const maxDrain = 1024
 func (s *shard) run() {
 	tick := time.NewTicker(s.b.opts.Hold)
 	defer tick.Stop()
+	defer close(s.exited)
 	stop := s.b.stop
 	closing := false
 	for {
@@ -100,6 +105,8 @@ func (s *shard) run() {
 		case f := <-s.forgets:
 			s.forgetQueue(f.prefix)
 			f.done()
+		case r := <-s.rides:
+			r.reply <- s.take(min(r.room, len(s.ready)))
 		case <-s.wake:
 			s.turn = true
 		case <-tick.C:
@@ -165,17 +172,7 @@ func (s *shard) dispatch() {
 			s.b.wantPermit(s)
 			break
 		}
-		n := min(len(s.ready), s.b.opts.BundleMax)
-		bundle := make([]flushPart, n)
-		for k, p := range s.ready[:n] {
-			bundle[k] = flushPart{p: p, refs: p.refs, verified: s.known[p.key].verifiedFor(p.refs)}
-			s.pending -= len(p.refs)
-			p.refs, p.ready, p.inFlight = nil, false, true
-		}
-		clear(s.ready[:n])
-		s.ready = s.ready[n:]
-		s.bundles++
-		go s.b.flush(s, bundle)
+		go s.b.flush(s.take(min(len(s.ready), s.b.opts.BundleMax)))
 	}
 	if s.b.permitFree() && s.b.contended() {
 		// A permit is free while shards wait: it was unused here, the limit grew, or it
@@ -184,6 +181,25 @@ func (s *shard) dispatch() {
 		// until a tick.
 		s.b.passTurn()
 	}
+}
+
+// take moves the first n ready partitions into a new bundle (or a ride on another
+// shard's bundle): their frames are detached and they are in flight until complete.
+// It returns nil when n is 0 or the shard is at its in-flight cap.
+func (s *shard) take(n int) []flushPart {
+	if n <= 0 || s.bundles >= s.b.opts.MaxInflight {
+		return nil
+	}
+	bundle := make([]flushPart, n)
+	for k, p := range s.ready[:n] {
+		bundle[k] = flushPart{s: s, p: p, refs: p.refs, verified: s.known[p.key].verifiedFor(p.refs)}
+		s.pending -= len(p.refs)
+		p.refs, p.ready, p.inFlight = nil, false, true
+	}
+	clear(s.ready[:n])
+	s.ready = s.ready[n:]
+	s.bundles++
+	return bundle
 }
 
 // complete takes a finished flush back: its partitions may fire again, remainders first.
