@@ -50,12 +50,12 @@ type Config struct {
 	// Push path.
 
 	FusionShards  int           `env:"QUEEN_V2_FUSION_SHARDS" envDefault:"8" min:"1" max:"256" section:"Push path" help:"Number of shards that fuse concurrent pushes into shared commits."`
-	BundleMax     int           `env:"QUEEN_V2_BUNDLE_MAX" envDefault:"16" min:"1" max:"4096" section:"Push path" help:"Maximum number of partitions in one push commit."`
+	BundleMax     int           `env:"QUEEN_V2_BUNDLE_MAX" envDefault:"64" min:"1" max:"4096" section:"Push path" help:"Maximum number of partitions in one push commit (Queen's reference defaults to 16; with one commit at a time, bigger bundles carry more of what waits)."`
 	FusionHold    time.Duration `env:"QUEEN_V2_FUSION_HOLD_MS" envDefault:"15" min:"1" section:"Push path" help:"Liveness backstop tick of the fusion shards; not a batching window."`
 	ZstdLevel     int           `env:"QUEEN_V2_ZSTD_LEVEL" envDefault:"3" min:"1" max:"22" section:"Push path" help:"zstd compression level used on the push path."`
-	PushLimitInit int           `env:"QUEEN_SEG_PUSH_INIT" envDefault:"2" min:"1" section:"Push path" help:"Initial value of the adaptive (TCP-Vegas-style) limit on concurrent push commits; QUEEN_SEG_PUSH_MIN <= QUEEN_SEG_PUSH_INIT <= QUEEN_SEG_PUSH_MAX. Fewer concurrent commits make bigger fused commits: the defaults suit a small (2-core) database host; raise the bounds with its cores."`
+	PushLimitInit int           `env:"QUEEN_SEG_PUSH_INIT" envDefault:"1" min:"1" section:"Push path" help:"Initial value of the adaptive (TCP-Vegas-style) limit on concurrent push commits; QUEEN_SEG_PUSH_MIN <= QUEEN_SEG_PUSH_INIT <= QUEEN_SEG_PUSH_MAX. Fewer concurrent commits make bigger fused commits: the defaults (one commit at a time) suit a small (2-core) database host; raise QUEEN_SEG_PUSH_MAX with its cores and the limit adapts between the bounds."`
 	PushLimitMin  int           `env:"QUEEN_SEG_PUSH_MIN" envDefault:"1" min:"1" section:"Push path" help:"Lower bound of the adaptive push concurrency limit."`
-	PushLimitMax  int           `env:"QUEEN_SEG_PUSH_MAX" envDefault:"2" min:"1" section:"Push path" help:"Upper bound of the adaptive push concurrency limit (Queen's reference uses 64 on large hosts)."`
+	PushLimitMax  int           `env:"QUEEN_SEG_PUSH_MAX" envDefault:"1" min:"1" section:"Push path" help:"Upper bound of the adaptive push concurrency limit (Queen's reference uses 64 on large hosts)."`
 	VegasAlpha    int           `env:"QUEEN_VEGAS_ALPHA" envDefault:"3" min:"0" section:"Push path" help:"Vegas alpha: the push limit grows while the estimated queueing is below alpha; must be less than QUEEN_VEGAS_BETA."`
 	VegasBeta     int           `env:"QUEEN_VEGAS_BETA" envDefault:"6" min:"1" section:"Push path" help:"Vegas beta: the push limit shrinks while the estimated queueing is above beta."`
 

@@ -73,9 +73,17 @@ func TestStatementTimeoutCancelsOnServerAndDiscardsConnection(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// The pool works again, on a new connection.
-	if _, err := s.PushSegments(ctx, []ports.Segment{seg}); err != nil {
-		t.Fatalf("push after timeout: %v", err)
+	// The pool works again, on a new connection. A new connection's first push compiles
+	// the push functions, which on a loaded 2-core machine (make test runs packages in
+	// parallel) can itself exceed the 300 ms timeout: a few attempts are allowed.
+	for attempt := 1; ; attempt++ {
+		_, err := s.PushSegments(ctx, []ports.Segment{seg})
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, ports.ErrTimeout) || attempt == 5 {
+			t.Fatalf("push after timeout (attempt %d): %v", attempt, err)
+		}
 	}
 	var pidAfter uint32
 	_ = s.run(ctx, "pid", func(ctx context.Context, c *pgxpool.Conn) error {

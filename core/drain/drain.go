@@ -18,7 +18,7 @@ import (
 // Options tunes a Drainer; zero values take the defaults in brackets.
 type Options struct {
 	MaxBatch   int           // [100] FILE_BUFFER_MAX_BATCH: records per partition segment of a replay bundle
-	BundleMax  int           // [16] QUEEN_V2_BUNDLE_MAX: partitions per bundle; a step reads MaxBatch x BundleMax records
+	BundleMax  int           // [64] QUEEN_V2_BUNDLE_MAX: partitions per bundle; a step reads MaxBatch x BundleMax records
 	Interval   time.Duration // [100 ms] FILE_BUFFER_FLUSH_MS: idle re-check period
 	Backoff    time.Duration // [100 ms] first retry delay after a failed batch
 	MaxBackoff time.Duration // [5 s]
@@ -33,7 +33,7 @@ func (o *Options) defaults() {
 		o.MaxBatch = 100
 	}
 	if o.BundleMax <= 0 {
-		o.BundleMax = 16
+		o.BundleMax = 64
 	}
 	if o.Interval <= 0 {
 		o.Interval = 100 * time.Millisecond

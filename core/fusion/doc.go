@@ -20,15 +20,16 @@
 //   - Cross-partition bundling: a dispatch takes up to BundleMax ready partitions (the
 //     in-flight gate guarantees they are disjoint) into one SegmentStore.PushSegments
 //     call: one commit, one fsync, N partitions.
-//   - Rides: a bundle that leaves with room to spare under contention takes on the ready
-//     partitions of the shards waiting for a permit, largest backlog first (ride.go).
-//     Each shard hands over its own partitions in its own goroutine and gets their
-//     outcome back as for its own bundle. Without rides a bundle could never hold more
-//     than one shard's backlog, so with 8 shards and 64 single-message clients commits
-//     carried about 5 segments whatever the limit; with rides a freed permit carries
-//     everything that waits (about 14 per commit with a limit of 2).
-//   - The Hold tick is a liveness backstop, not a batching window: it retries dispatch in
-//     case a permit was freed by another shard and the wake-up was missed.
+//   - Offers (offer.go): a shard that finds no permit hands its ready partitions, already
+//     taken and in flight, to the Batcher's offer list; the next bundle to leave, from
+//     any shard, takes them, oldest first, and a released permit fires a bundle of them
+//     at once. Without offers a bundle could never hold more than one shard's backlog:
+//     with 8 shards and 64 single-message clients commits carried about 5 segments
+//     whatever the limit; now a freed permit carries everything that waits (about 14
+//     per commit with a limit of 2). The outcome of each part still goes back to the
+//     shard that owns it.
+//   - The Hold tick is a liveness backstop, not a batching window: it fires offers in
+//     case a permit was released and the offers were missed.
 //
 // A flush (seed 000 §3) does layer-2 dedup on the xxh3-128 hashes, builds the hash blob
 // and the zstd blob, and routes each segment's verdict to every frame, hence to every

@@ -17,6 +17,7 @@ var errBadResult = errors.New("fusion: unroutable store result")
 // flushPart is one partition's frames taken into a bundle.
 type flushPart struct {
 	s        *shard // owner: the flush outcome goes back to it
+	opens    bool   // first part of a bundle its shard fired itself (counted in shard.bundles)
 	p        *part
 	refs     []ref
 	verified int64 // dedup cache watermark for the segment (-1: probe everything)
@@ -28,22 +29,29 @@ type plan struct {
 	slot   []int // per ref that is a first: its frame index in the segment
 }
 
-// flush commits one bundle, with riders from waiting shards, and sends the outcome of
-// each part back to the shard that owns it.
+// flush commits one bundle, topped up with offered partitions, releases its permit (a
+// bundle of offers may take it at once), then routes the outcome.
 func (b *Batcher) flush(bundle []flushPart) {
-	bundle = b.gatherRiders(bundle)
+	bundle = b.topUp(bundle)
 	segs := make([]ports.Segment, len(bundle))
 	plans := make([]plan, len(bundle))
-	frames := 0
 	for k, fp := range bundle {
 		segs[k], plans[k] = b.build(fp)
-		frames += len(fp.refs)
 	}
-
 	start := time.Now()
 	results, err := b.store.PushSegments(context.Background(), segs)
-	b.releasePermit(time.Since(start), err == nil)
+	b.opts.Limiter.Release(time.Since(start), err == nil)
+	b.fireOffers()
+	b.finish(bundle, segs, plans, results, err)
+}
 
+// finish routes a committed (or failed) bundle's verdicts to its frames and reports each
+// part's outcome to the shard that owns it.
+func (b *Batcher) finish(bundle []flushPart, segs []ports.Segment, plans []plan, results []ports.SegmentResult, err error) {
+	frames := 0
+	for _, fp := range bundle {
+		frames += len(fp.refs)
+	}
 	remainder := make([][]ref, len(bundle))
 	if err == nil && len(results) != len(segs) {
 		err = fmt.Errorf("fusion: store returned %d results for %d segments: %w", len(results), len(segs), errBadResult)
@@ -66,7 +74,7 @@ func (b *Batcher) flush(bundle []flushPart) {
 }
 
 // report sends each owner shard the outcome of its parts of a bundle: one flushed per
-// shard, so each shard counts the bundle once.
+// shard.
 func (b *Batcher) report(bundle []flushPart, remainder [][]ref, segs []ports.Segment, results []ports.SegmentResult, ok bool) {
 	outs := make(map[*shard]*flushed, 1)
 	for k, fp := range bundle {
@@ -74,6 +82,9 @@ func (b *Batcher) report(bundle []flushPart, remainder [][]ref, segs []ports.Seg
 		if out == nil {
 			out = &flushed{}
 			outs[fp.s] = out
+		}
+		if fp.opens {
+			out.opened++
 		}
 		out.parts = append(out.parts, fp.p)
 		out.remainder = append(out.remainder, remainder[k])

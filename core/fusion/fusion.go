@@ -54,7 +54,7 @@ type Group struct {
 // Options tunes a Batcher; zero values take the defaults in brackets.
 type Options struct {
 	Shards       int           // [8] QUEEN_V2_FUSION_SHARDS
-	BundleMax    int           // [16] QUEEN_V2_BUNDLE_MAX: partitions per commit
+	BundleMax    int           // [64] QUEEN_V2_BUNDLE_MAX: partitions per commit
 	Hold         time.Duration // [15ms] QUEEN_V2_FUSION_HOLD_MS: liveness backstop tick
 	MaxInflight  int           // [8] concurrent bundles per shard
 	Limiter      *vegas.Limiter
@@ -73,7 +73,7 @@ func (o *Options) defaults() {
 		o.Shards = 8
 	}
 	if o.BundleMax <= 0 {
-		o.BundleMax = 16
+		o.BundleMax = 64
 	}
 	if o.Hold <= 0 {
 		o.Hold = 15 * time.Millisecond
@@ -114,9 +114,9 @@ type Batcher struct {
 	warmCtx    context.Context // cancelled by Close: warm-ups are optional work
 	cancelWarm context.CancelFunc
 
-	waitMu   sync.Mutex
-	waiters  map[*shard]time.Time // shards that found no free permit, since when
-	nWaiters atomic.Int32         // len(waiters), read without the lock
+	offerMu  sync.Mutex
+	offered  []flushPart  // ready partitions handed over by shards that found no permit, oldest first
+	nOffered atomic.Int32 // len(offered), read without the lock
 
 	stats counters
 }
@@ -129,7 +129,6 @@ func New(store ports.SegmentStore, codec *segment.Codec, opts Options) *Batcher 
 		codec:     codec,
 		opts:      opts,
 		stop:      make(chan struct{}),
-		waiters:   make(map[*shard]time.Time),
 		warmSlots: make(chan struct{}, warmParallel),
 	}
 	b.warmCtx, b.cancelWarm = context.WithCancel(context.Background())
@@ -225,65 +224,6 @@ func (b *Batcher) Close(ctx context.Context) error {
 
 // Stats returns cumulative counters.
 func (b *Batcher) Stats() Stats { return b.stats.snapshot() }
-
-// wantPermit records that s has ready partitions but found no permit.
-func (b *Batcher) wantPermit(s *shard) {
-	b.waitMu.Lock()
-	if _, waiting := b.waiters[s]; !waiting {
-		b.waiters[s] = time.Now()
-	}
-	b.nWaiters.Store(int32(len(b.waiters)))
-	b.waitMu.Unlock()
-}
-
-// releasePermit returns a permit and hands the turn to use it to a waiting shard.
-func (b *Batcher) releasePermit(rtt time.Duration, ok bool) {
-	b.opts.Limiter.Release(rtt, ok)
-	b.passTurn()
-}
-
-// passTurn wakes, among the shards refused a permit, the one holding the most
-// accumulated frames: under contention a freed permit goes where it carries the biggest
-// bundle while the others keep accumulating. A shard refused for longer than four hold
-// ticks goes first regardless, so a lightly loaded shard is not starved by busy ones.
-// The hold tick is the backstop if a wake-up is lost.
-func (b *Batcher) passTurn() {
-	b.waitMu.Lock()
-	var best *shard
-	var bestSince time.Time
-	starved := time.Now().Add(-4 * b.opts.Hold)
-	for s, since := range b.waiters {
-		switch {
-		case best == nil:
-		case since.Before(starved) || bestSince.Before(starved):
-			// Fairness bound: a shard refused for more than four hold ticks goes first
-			// (the oldest of them), whatever its backlog.
-			if !since.Before(bestSince) {
-				continue
-			}
-		case s.backlog.Load() <= best.backlog.Load():
-			continue
-		}
-		best, bestSince = s, since
-	}
-	if best != nil {
-		delete(b.waiters, best)
-		b.nWaiters.Store(int32(len(b.waiters)))
-	}
-	b.waitMu.Unlock()
-	if best != nil {
-		best.poke()
-	}
-}
-
-// contended reports whether shards are waiting for a permit: a freed permit is then
-// theirs (see passTurn), not the next arrival's.
-func (b *Batcher) contended() bool { return b.nWaiters.Load() > 0 }
-
-// permitFree reports whether a permit could be taken right now.
-func (b *Batcher) permitFree() bool {
-	return b.opts.Limiter.InFlight() < b.opts.Limiter.Limit()
-}
 
 // complete records a frame's verdict and finishes its group after the last one.
 func complete(r ref, res Result) {

@@ -153,7 +153,7 @@ func TestBundlesReadyPartitionsIntoOneCommit(t *testing.T) {
 		groups[i] = request(&wg, "q", fmt.Sprint("p", i+1), "x")
 		b.Submit(groups[i])
 	}
-	waitBacklog(t, b, 10) // all 10 are queued in the shard, waiting for the permit
+	waitOffered(t, b, 10) // all 10 are offered, waiting for the permit
 	close(gt.release)
 	wg.Wait()
 
@@ -455,48 +455,6 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
-}
-
-func TestPassTurnPrefersBacklogThenAge(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		name    string
-		waiting []time.Duration // how long each shard has waited
-		backlog []int64
-		want    int
-	}{
-		{"largest backlog", []time.Duration{0, 0, 0}, []int64{3, 9, 1}, 1},
-		{"a starved shard goes first", []time.Duration{0, time.Second, 0}, []int64{9, 1, 5}, 1},
-		{"the oldest starved shard", []time.Duration{2 * time.Second, time.Second, 0}, []int64{1, 1, 50}, 0},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			b := &Batcher{opts: Options{Hold: 15 * time.Millisecond}, waiters: make(map[*shard]time.Time)}
-			shards := make([]*shard, len(tt.waiting))
-			now := time.Now()
-			for i := range shards {
-				shards[i] = newShard(b)
-				shards[i].backlog.Store(tt.backlog[i])
-				b.waiters[shards[i]] = now.Add(-tt.waiting[i])
-			}
-			b.passTurn()
-			for i, s := range shards {
-				select {
-				case <-s.wake:
-					if i != tt.want {
-						t.Fatalf("shard %d got the turn, want %d", i, tt.want)
-					}
-					if _, still := b.waiters[s]; still {
-						t.Fatal("the woken shard is still listed as waiting")
-					}
-					return
-				default:
-				}
-			}
-			t.Fatal("no shard was woken")
-		})
-	}
 }
 
 func TestDedupCacheWarmsUpFromStoredHistory(t *testing.T) {

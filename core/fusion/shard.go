@@ -25,6 +25,7 @@ type part struct {
 // flushed is a completed flush coming back to its shard: per bundle entry, the frames
 // that must be flushed again (the non-duplicate rest of a segment answered duplicate).
 type flushed struct {
+	opened    int // 1 when the bundle was fired by this shard (see flushPart.opens)
 	parts     []*part
 	remainder [][]ref
 	segs      []ports.Segment       // nil when the bundle failed
@@ -33,17 +34,15 @@ type flushed struct {
 
 // shard owns a disjoint set of partitions; only its goroutine touches its state.
 type shard struct {
-	b       *Batcher
-	in      chan []*Group
-	done    chan *flushed
-	wake    chan struct{}
-	parts   map[string]*part
-	ready   []*part      // FIFO of partitions with frames and no flush in flight
-	bundles int          // bundles in flight
-	pending int          // frames accumulated and not yet dispatched
-	backlog atomic.Int64 // pending, published for passTurn
-	turn    bool         // woken by passTurn: a freed permit is meant for this shard
-	ticked  bool         // the hold tick fired: retry even if others wait (liveness)
+	b        *Batcher
+	in       chan []*Group
+	done     chan *flushed
+	parts    map[string]*part
+	ready    []*part      // FIFO of partitions with frames and no flush in flight
+	bundles  int          // bundles this shard fired that are in flight (the MaxInflight cap)
+	inflight int          // partitions taken (fired or offered) whose outcome has not come back
+	pending  int          // frames accumulated and not yet dispatched
+	backlog  atomic.Int64 // pending, published for tests and diagnostics
 
 	known        map[string]*known    // dedup cache, by partition key (outlives idle parts)
 	knownEntries int                  // hashes held in known, bounded by Options.CacheEntries/Shards
@@ -53,8 +52,6 @@ type shard struct {
 	stale        map[string]struct{}  // partition keys whose pending read predates a ForgetQueue
 
 	forgets chan forgetting // ForgetQueue requests (see forget.go)
-	rides   chan ride       // another shard's bundle has room for our ready partitions (ride.go)
-	exited  chan struct{}   // closed when run returns: nobody answers rides any more
 }
 
 func newShard(b *Batcher) *shard {
@@ -62,7 +59,6 @@ func newShard(b *Batcher) *shard {
 		b:         b,
 		in:        make(chan []*Group, 4096),
 		done:      make(chan *flushed, 64),
-		wake:      make(chan struct{}, 1),
 		parts:     make(map[string]*part),
 		known:     make(map[string]*known),
 		warmed:    make(chan *warmed, warmParallel),
@@ -70,16 +66,6 @@ func newShard(b *Batcher) *shard {
 		warming:   make(map[string][]seen),
 		stale:     make(map[string]struct{}),
 		forgets:   make(chan forgetting),
-		rides:     make(chan ride),
-		exited:    make(chan struct{}),
-	}
-}
-
-// poke wakes the shard without blocking (used when a permit is freed elsewhere).
-func (s *shard) poke() {
-	select {
-	case s.wake <- struct{}{}:
-	default:
 	}
 }
 
@@ -90,7 +76,6 @@ const maxDrain = 1024
 func (s *shard) run() {
 	tick := time.NewTicker(s.b.opts.Hold)
 	defer tick.Stop()
-	defer close(s.exited)
 	stop := s.b.stop
 	closing := false
 	for {
@@ -105,19 +90,16 @@ func (s *shard) run() {
 		case f := <-s.forgets:
 			s.forgetQueue(f.prefix)
 			f.done()
-		case r := <-s.rides:
-			r.reply <- s.take(min(r.room, len(s.ready)))
-		case <-s.wake:
-			s.turn = true
 		case <-tick.C:
-			s.ticked = true
+			// Liveness backstop: offers whose permit release was missed leave now.
+			s.b.fireOffers()
 		case <-stop:
 			closing, stop = true, nil
 			s.drain()
 		}
 		s.dispatch()
 		s.backlog.Store(int64(s.pending))
-		if closing && s.pending == 0 && s.bundles == 0 && len(s.in) == 0 {
+		if closing && s.pending == 0 && s.inflight == 0 && len(s.in) == 0 {
 			return
 		}
 	}
@@ -159,35 +141,28 @@ func (s *shard) markReady(p *part) {
 
 // dispatch fires bundles while the shard is under its cap and permits are free.
 //
-// Fire on idle: when no shard waits for a permit, the lane is uncontended and a free
-// permit is taken at once. When some shard waits, the lane is contended: a freed permit
-// is handed (passTurn) to the waiter with the largest backlog, and other shards keep
-// accumulating instead of grabbing it for whatever single frame just arrived, so bundles
-// grow with load.
+// Fire on idle: a free permit is taken at once, and the bundle leaves with this shard's
+// ready partitions topped up with offered ones. With no permit (or at the cap) the lane
+// is contended: the ready partitions are offered (offer.go) to whichever bundle leaves
+// next, from any shard, so a freed permit carries everything that waits.
 func (s *shard) dispatch() {
-	turn, ticked := s.turn, s.ticked
-	s.turn, s.ticked = false, false
-	for len(s.ready) > 0 && s.bundles < s.b.opts.MaxInflight {
-		if (!turn && !ticked && s.b.contended()) || !s.b.opts.Limiter.TryAcquire() {
-			s.b.wantPermit(s)
-			break
+	for len(s.ready) > 0 {
+		if s.bundles < s.b.opts.MaxInflight && s.b.opts.Limiter.TryAcquire() {
+			bundle := s.take(min(len(s.ready), s.b.opts.BundleMax))
+			bundle[0].opens = true
+			s.bundles++
+			go s.b.flush(bundle)
+			continue
 		}
-		go s.b.flush(s.take(min(len(s.ready), s.b.opts.BundleMax)))
-	}
-	if s.b.permitFree() && s.b.contended() {
-		// A permit is free while shards wait: it was unused here, the limit grew, or it
-		// was released between this shard's refusal and its registration (and its turn
-		// passed to nobody). Hand it on, maybe to this shard, rather than leave it idle
-		// until a tick.
-		s.b.passTurn()
+		s.b.offer(s.take(len(s.ready)))
+		return
 	}
 }
 
-// take moves the first n ready partitions into a new bundle (or a ride on another
-// shard's bundle): their frames are detached and they are in flight until complete.
-// It returns nil when n is 0 or the shard is at its in-flight cap.
+// take moves the first n ready partitions into a new bundle or an offer: their frames
+// are detached and they are in flight until their outcome comes back (complete).
 func (s *shard) take(n int) []flushPart {
-	if n <= 0 || s.bundles >= s.b.opts.MaxInflight {
+	if n <= 0 {
 		return nil
 	}
 	bundle := make([]flushPart, n)
@@ -198,13 +173,14 @@ func (s *shard) take(n int) []flushPart {
 	}
 	clear(s.ready[:n])
 	s.ready = s.ready[n:]
-	s.bundles++
+	s.inflight += n
 	return bundle
 }
 
 // complete takes a finished flush back: its partitions may fire again, remainders first.
 func (s *shard) complete(f *flushed) {
-	s.bundles--
+	s.bundles -= f.opened
+	s.inflight -= len(f.parts)
 	for k, p := range f.parts {
 		p.inFlight = false
 		if f.segs != nil {

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 
 	"github.com/klauspost/compress/zstd"
@@ -58,13 +59,13 @@ type Codec struct {
 func NewCodec(level int) (*Codec, error) {
 	enc, err := zstd.NewWriter(nil,
 		zstd.WithEncoderLevel(zstd.EncoderLevelFromZstd(level)),
-		zstd.WithEncoderConcurrency(1), zstd.WithZeroFrames(true))
+		zstd.WithEncoderConcurrency(runtime.GOMAXPROCS(0)), zstd.WithZeroFrames(true))
 	if err != nil {
 		return nil, fmt.Errorf("segment: zstd encoder: %w", err)
 	}
 	small, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest),
 		zstd.WithNoEntropyCompression(true),
-		zstd.WithEncoderConcurrency(1), zstd.WithZeroFrames(true))
+		zstd.WithEncoderConcurrency(runtime.GOMAXPROCS(0)), zstd.WithZeroFrames(true))
 	if err != nil {
 		return nil, fmt.Errorf("segment: zstd encoder: %w", err)
 	}

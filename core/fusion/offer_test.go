@@ -11,22 +11,18 @@ import (
 )
 
 // With one permit and eight shards, the partitions that wait while a bundle is out must
-// leave together, whatever shard owns them: a freed permit carries every waiting shard's
-// ready partitions (rides), not one shard's. Without rides each shard would need a
-// bundle of its own.
-func TestRidersFillBundlesAcrossShards(t *testing.T) {
+// leave together, whatever shard owns them: a freed permit carries every shard's offered
+// partitions, not one shard's. Without offers each shard would need a bundle of its own.
+func TestOffersFillBundlesAcrossShards(t *testing.T) {
 	t.Parallel()
 	const waiting = 40
 	for _, tc := range []struct {
 		name      string
 		bundleMax int
-		exact     bool // all waiting partitions fit one bundle: exactly one must follow
+		want      []int // segments per bundle after the held one
 	}{
-		{name: "all-in-one", bundleMax: 64, exact: true},
-		// A shard left with ready partitions after its ride registers again in its own
-		// loop, which may come after the next gathering: the count then varies, but it
-		// stays below one bundle per shard.
-		{name: "capped", bundleMax: 16},
+		{name: "all-in-one", bundleMax: 64, want: []int{40}},
+		{name: "capped", bundleMax: 16, want: []int{16, 16, 8}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -48,21 +44,18 @@ func TestRidersFillBundlesAcrossShards(t *testing.T) {
 			if len(shards) < 6 {
 				t.Fatalf("the %d partitions landed on %d shards only: the test needs several", waiting, len(shards))
 			}
-			waitTotalBacklog(t, b, waiting)
+			waitOffered(t, b, waiting)
 			close(gt.release)
 			wg.Wait()
 
 			bundles := gt.recorded()[1:]
-			switch {
-			case tc.exact && len(bundles) != 1:
-				t.Errorf("%d bundles after the held one, want 1", len(bundles))
-			case len(bundles) >= len(shards):
-				t.Errorf("%d bundles after the held one for partitions of %d shards: no rides", len(bundles), len(shards))
+			if len(bundles) != len(tc.want) {
+				t.Fatalf("%d bundles after the held one, want %d", len(bundles), len(tc.want))
 			}
 			seen := map[string]bool{}
 			for k, segs := range bundles {
-				if len(segs) > tc.bundleMax {
-					t.Errorf("bundle %d has %d segments, above BundleMax %d", k, len(segs), tc.bundleMax)
+				if len(segs) != tc.want[k] {
+					t.Errorf("bundle %d has %d segments, want %d", k, len(segs), tc.want[k])
 				}
 				for _, sg := range segs {
 					if seen[sg.Partition] {
@@ -78,21 +71,13 @@ func TestRidersFillBundlesAcrossShards(t *testing.T) {
 	}
 }
 
-// waitTotalBacklog waits until the shards together hold n accumulated frames (each has
-// then also asked for a permit: dispatch runs before the backlog is published).
-func waitTotalBacklog(t *testing.T, b *Batcher, n int64) {
+// waitOffered waits until n partitions are on the offer list.
+func waitOffered(t *testing.T, b *Batcher, n int32) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
-	for {
-		var total int64
-		for _, s := range b.shards {
-			total += s.backlog.Load()
-		}
-		if total == n {
-			return
-		}
+	for b.nOffered.Load() != n {
 		if time.Now().After(deadline) {
-			t.Fatalf("total backlog %d, want %d", total, n)
+			t.Fatalf("%d partitions offered, want %d", b.nOffered.Load(), n)
 		}
 		time.Sleep(time.Millisecond)
 	}
