@@ -56,7 +56,7 @@ type Options struct {
 	Shards       int           // [8] QUEEN_V2_FUSION_SHARDS
 	BundleMax    int           // [64] QUEEN_V2_BUNDLE_MAX: partitions per commit
 	Hold         time.Duration // [15ms] QUEEN_V2_FUSION_HOLD_MS: liveness backstop tick
-	MaxInflight  int           // [8] concurrent bundles per shard
+	MaxInflight  int           // [8] concurrent bundles a shard opens itself (its offers ride others' bundles; the limiter bounds all)
 	Limiter      *vegas.Limiter
 	Logger       *slog.Logger
 	SummaryEvery time.Duration // [10s] cadence of the bundle summary log line

@@ -24,8 +24,8 @@ import "time"
 // the old watermark before this broker's next commit, would let one flush claim it (SQL
 // ignores a watermark beyond the allocator, which covers the slower case). ForgetQueue
 // drops the queue's caches and discards warm-up reads whose snapshot predates the change,
-// so the next flush of each partition makes a full probe. What remains: a flush already
-// in flight when the configure commits (it is concurrent with the configure, and its
+// so the next flush of each partition makes a full probe. What remains: a partition
+// already taken (offered or in flight) when the configure commits (it is concurrent with the configure, and its
 // verdict is the one the old window gives), and other brokers sharing the database, whose
 // caches nobody resets yet (peer invalidation does not exist); closing that needs the
 // claim to carry what it assumed (window, partition id) for SQL to check.

@@ -22,7 +22,9 @@ package fusion
 //
 // No lost wake-up: a shard offers and then tries a permit; a flush releases its permit
 // and then looks at the offers. Both sides act after publishing, under offerMu or the
-// limiter's lock, so one of them sees the other. The hold tick retries anyway.
+// limiter's lock, so one of them sees the other. A permit taken for offers that were
+// gone is released and the list looked at again (nextOffers), since an offer refused
+// meanwhile was left for that permit's holder. The hold tick retries anyway.
 
 // offer appends parts to the offer list, then fires them if a permit is free.
 func (b *Batcher) offer(parts []flushPart) {
@@ -49,16 +51,18 @@ func (b *Batcher) fireOffers() {
 
 // nextOffers takes a permit and a bundle of offered partitions, or returns nil (and
 // holds no permit) when nothing is offered or no permit is free.
+//
+// A permit taken for offers that another bundle took meanwhile is given back, and the
+// list looked at again: while that permit was held, a shard may have offered, been
+// refused, and left its offer for the permit's holder to fire.
 func (b *Batcher) nextOffers() []flushPart {
-	if b.nOffered.Load() == 0 || !b.opts.Limiter.TryAcquire() {
-		return nil
+	for b.nOffered.Load() > 0 && b.opts.Limiter.TryAcquire() {
+		if bundle := b.takeOffers(nil, b.opts.BundleMax); len(bundle) > 0 {
+			return bundle
+		}
+		b.opts.Limiter.Release(0, true) // no sample: nothing was committed
 	}
-	bundle := b.takeOffers(nil, b.opts.BundleMax)
-	if len(bundle) == 0 {
-		b.opts.Limiter.Release(0, true) // taken by someone else meanwhile: no sample
-		return nil
-	}
-	return bundle
+	return nil
 }
 
 // topUp fills the room left in a bundle with offered partitions.
