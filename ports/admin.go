@@ -76,22 +76,27 @@ type DeadLetterFilter struct {
 	Limit, Offset int
 }
 
-// DeadLetter is one dead-letter row: the message is frame FrameIndex of Blob, a copy of
-// the segment that held it (layout in core/segment).
-type DeadLetter struct {
+// DeadLetterInfo is what a dead-letter listing says of a message besides its content.
+type DeadLetterInfo struct {
 	ID            string
 	Queue         string
 	Partition     string
 	PartitionID   string
 	ConsumerGroup string
-	Offset        int64
 	TransactionID string
 	ErrorMessage  *string // nil when none was recorded
 	RetryCount    int
 	CreatedAt     time.Time // commit time of the message
 	FailedAt      time.Time
-	FrameIndex    int
-	Blob          []byte
+}
+
+// DeadLetter is one dead-letter row: the message at Offset is frame FrameIndex of Blob,
+// a copy of the segment that held it (layout in core/segment).
+type DeadLetter struct {
+	DeadLetterInfo
+	Offset     int64
+	FrameIndex int
+	Blob       []byte
 }
 
 // QueueAdmin is the administrative side of queues: configuration, deletion and the

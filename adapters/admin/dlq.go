@@ -56,10 +56,10 @@ func (a *Admin) DeadLetters(ctx context.Context, tenant string, f ports.DeadLett
 	out := make([]ports.DeadLetter, len(rows))
 	for i, r := range rows {
 		out[i] = ports.DeadLetter{
-			ID: r.ID, Queue: r.Queue, Partition: r.Partition, PartitionID: r.PartitionID,
-			ConsumerGroup: r.ConsumerGroup, Offset: r.Offset, TransactionID: r.TransactionID,
-			ErrorMessage: r.ErrorMessage, RetryCount: r.RetryCount, CreatedAt: r.CreatedAt,
-			FailedAt: r.FailedAt, FrameIndex: r.FrameIndex, Blob: r.Blob,
+			DeadLetterInfo: ports.DeadLetterInfo{ID: r.ID, Queue: r.Queue, Partition: r.Partition,
+				PartitionID: r.PartitionID, ConsumerGroup: r.ConsumerGroup, TransactionID: r.TransactionID,
+				ErrorMessage: r.ErrorMessage, RetryCount: r.RetryCount, CreatedAt: r.CreatedAt, FailedAt: r.FailedAt},
+			Offset: r.Offset, FrameIndex: r.FrameIndex, Blob: r.Blob,
 		}
 	}
 	return out, nil

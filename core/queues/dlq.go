@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"time"
 
 	"github.com/queen-go/queen/ports"
 )
@@ -17,16 +16,7 @@ const (
 
 // DeadLetter is one listed dead letter with its message decoded.
 type DeadLetter struct {
-	ID            string
-	Queue         string
-	Partition     string
-	PartitionID   string
-	ConsumerGroup string
-	TransactionID string
-	ErrorMessage  *string // nil when none was recorded
-	RetryCount    int
-	CreatedAt     time.Time // commit time of the message
-	FailedAt      time.Time
+	ports.DeadLetterInfo
 	// Data is the payload as pushed (raw JSON); nil when it is empty, cannot be decoded,
 	// or is still encrypted.
 	Data        json.RawMessage
@@ -56,11 +46,7 @@ func (s *Service) DeadLetters(ctx context.Context, tenant string, f ports.DeadLe
 
 // decode extracts a row's message from its copy of the segment.
 func (s *Service) decode(r *ports.DeadLetter) DeadLetter {
-	d := DeadLetter{
-		ID: r.ID, Queue: r.Queue, Partition: r.Partition, PartitionID: r.PartitionID,
-		ConsumerGroup: r.ConsumerGroup, TransactionID: r.TransactionID, ErrorMessage: r.ErrorMessage,
-		RetryCount: r.RetryCount, CreatedAt: r.CreatedAt, FailedAt: r.FailedAt,
-	}
+	d := DeadLetter{DeadLetterInfo: r.DeadLetterInfo}
 	frames, err := s.opts.Codec.Decode(r.Blob)
 	if err == nil && (r.FrameIndex < 0 || r.FrameIndex >= len(frames)) {
 		err = fmt.Errorf("frame index %d outside the segment's %d frames", r.FrameIndex, len(frames))

@@ -54,8 +54,9 @@ func TestDecodeDeadLetter(t *testing.T) {
 			t.Parallel()
 			s := New(nil, Options{Sealer: tt.sealer, Codec: codec, Logger: quiet})
 			msg := "why"
-			row := ports.DeadLetter{ID: "id", Queue: "q", TransactionID: "t", ErrorMessage: &msg, RetryCount: 2,
-				FrameIndex: tt.frame, Blob: tt.blob}
+			row := ports.DeadLetter{
+				DeadLetterInfo: ports.DeadLetterInfo{ID: "id", Queue: "q", TransactionID: "t", ErrorMessage: &msg, RetryCount: 2},
+				FrameIndex:     tt.frame, Blob: tt.blob}
 			d := s.decode(&row)
 			if string(d.Data) != tt.wantData || (tt.wantData == "" && d.Data != nil) {
 				t.Errorf("data %q, want %q", d.Data, tt.wantData)
