@@ -13,21 +13,17 @@ import (
 )
 
 // txnOp is one operation on the wire; a push carries items, or one flat item in the
-// op's own fields.
+// op's own fields (the embedded txnPushItem, whose fields encoding/json promotes; an
+// ack reads its transactionId there too).
 type txnOp struct {
-	Type          string          `json:"type"`
-	Items         []txnPushItem   `json:"items"`
-	Queue         *string         `json:"queue"`
-	Partition     *string         `json:"partition"`
-	Payload       json.RawMessage `json:"payload"`
-	Data          json.RawMessage `json:"data"`
-	TransactionID string          `json:"transactionId"`
-	TraceID       string          `json:"traceId"`
-	PartitionID   string          `json:"partitionId"`
-	Status        string          `json:"status"`
-	ConsumerGroup string          `json:"consumerGroup"`
-	LeaseID       string          `json:"leaseId"`
-	Error         *string         `json:"error"`
+	Type  string        `json:"type"`
+	Items []txnPushItem `json:"items"`
+	txnPushItem
+	PartitionID   string  `json:"partitionId"`
+	Status        string  `json:"status"`
+	ConsumerGroup string  `json:"consumerGroup"`
+	LeaseID       string  `json:"leaseId"`
+	Error         *string `json:"error"`
 }
 
 type txnPushItem struct {
@@ -141,8 +137,7 @@ func txnOps(wire []txnOp) ([]push.TxnOp, error) {
 		case "push":
 			items := op.Items
 			if items == nil {
-				items = []txnPushItem{{Queue: op.Queue, Partition: op.Partition, Payload: op.Payload,
-					Data: op.Data, TransactionID: op.TransactionID, TraceID: op.TraceID}}
+				items = []txnPushItem{op.txnPushItem}
 			}
 			for k, it := range items {
 				p, err := txnPush(it)
