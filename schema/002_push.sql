@@ -172,9 +172,11 @@ BEGIN
     FOR v_round IN 1 .. 2 LOOP
         -- Queues are looked up once per distinct (tenant, queue), partitions once per
         -- ordinal, each by a unique-index subplan: joins here get generic plans that scan
-        -- whole tables once they have grown. Rows come out in lock order.
-        SELECT array_agg(x.ord ORDER BY x.pid, x.ord), array_agg(x.pid ORDER BY x.pid, x.ord),
-               array_agg(x.win ORDER BY x.pid, x.ord), count(x.pid)
+        -- whole tables once they have grown. Rows come out in lock order: the inner
+        -- ORDER BY sorts once and keeps the subquery from being flattened (flattened,
+        -- each aggregate argument re-ran the partition subplan: four lookups per ordinal),
+        -- and one Agg node feeds every aggregate the same sorted rows.
+        SELECT array_agg(x.ord), array_agg(x.pid), array_agg(x.win), count(x.pid)
           INTO v_ords, v_pids, v_wins, v_found
           FROM (
             SELECT i.ord::integer AS ord, q.win,
@@ -189,6 +191,7 @@ BEGIN
                       FROM (SELECT DISTINCT u.t, u.q FROM unnest(p_queues, v_tenants) AS u(q, t)) d
                     OFFSET 0 -- a fence: evaluate the queue lookups once per distinct queue
                    ) q ON q.t = i.t AND q.q = i.q
+             ORDER BY pid, ord
           ) x;
         EXIT WHEN v_found = v_n OR v_round = 2;
 
