@@ -203,6 +203,12 @@ BEGIN
          ORDER BY 1, 2
         ON CONFLICT (tenant_id, name) DO NOTHING;
 
+        -- What a foreign key's check did (there is none, see 001_tables.sql): a queue
+        -- being deleted is waited for, and a deleted one gets no partitions.
+        PERFORM 1 FROM queen.queues qq
+          WHERE (qq.tenant_id, qq.name) IN (SELECT u.t, u.q FROM unnest(v_tenants, p_queues) AS u(t, q))
+          ORDER BY qq.id
+            FOR KEY SHARE OF qq;
         INSERT INTO queen.log_partitions (queue_id, name)
         SELECT DISTINCT qq.id, i.p
           FROM unnest(p_queues, p_partitions, v_tenants) AS i(q, p, t)

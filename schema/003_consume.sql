@@ -10,7 +10,7 @@
 -- delivery not yet acked; lease_id is NULL exactly when lease_expires_at is NULL; a lease
 -- is live while lease_expires_at > now().
 CREATE TABLE IF NOT EXISTS queen.log_consumers (
-    partition_id     uuid        NOT NULL REFERENCES queen.log_partitions (id) ON DELETE CASCADE,
+    partition_id     uuid        NOT NULL, -- queen.log_partitions (id): no key, see there
     consumer_group   text        NOT NULL,
     committed        bigint      NOT NULL,           -- last acked offset; next wanted = committed + 1
     batch_end        bigint      NOT NULL,           -- last offset of the last delivered span
@@ -52,7 +52,7 @@ CREATE TABLE IF NOT EXISTS queen.consumer_groups (
 CREATE TABLE IF NOT EXISTS queen.dlq (
     id             uuid        PRIMARY KEY DEFAULT gen_random_uuid(),
     queue_id       uuid        NOT NULL REFERENCES queen.queues (id) ON DELETE CASCADE,
-    partition_id   uuid        NOT NULL REFERENCES queen.log_partitions (id) ON DELETE CASCADE,
+    partition_id   uuid        NOT NULL, -- queen.log_partitions (id): no key, see there
     consumer_group text        NOT NULL,
     msg_offset     bigint      NOT NULL,
     transaction_id text        NOT NULL,
@@ -65,3 +65,17 @@ CREATE TABLE IF NOT EXISTS queen.dlq (
 );
 CREATE INDEX IF NOT EXISTS dlq_queue ON queen.dlq (queue_id, failed_at DESC);
 CREATE INDEX IF NOT EXISTS dlq_message ON queen.dlq (partition_id, transaction_id);
+
+-- Databases created before the foreign keys to log_partitions were dropped (see there).
+DO $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM pg_constraint WHERE conrelid = 'queen.log_consumers'::regclass
+                  AND conname = 'log_consumers_partition_id_fkey') THEN
+        ALTER TABLE queen.log_consumers DROP CONSTRAINT log_consumers_partition_id_fkey;
+    END IF;
+    IF EXISTS (SELECT 1 FROM pg_constraint WHERE conrelid = 'queen.dlq'::regclass
+                  AND conname = 'dlq_partition_id_fkey') THEN
+        ALTER TABLE queen.dlq DROP CONSTRAINT dlq_partition_id_fkey;
+    END IF;
+END
+$$;

@@ -198,6 +198,11 @@ BEGIN
                     v_committed := coalesce(v_committed, p.log_start - 1);
                 END IF;
             END IF;
+            -- What a foreign key's check did (there is none, see 001_tables.sql): a
+            -- partition being deleted is waited for, and a deleted one gets no cursor.
+            -- Pushes lock partitions FOR NO KEY UPDATE, which does not conflict.
+            PERFORM 1 FROM queen.log_partitions lp WHERE lp.id = v_pid FOR KEY SHARE;
+            CONTINUE WHEN NOT FOUND;
             INSERT INTO queen.log_consumers AS lc (partition_id, consumer_group, committed, batch_end)
             VALUES (v_pid, p_group, v_committed, v_committed)
             ON CONFLICT ON CONSTRAINT log_consumers_pkey DO NOTHING;

@@ -36,8 +36,10 @@ func (a *Admin) DeleteQueue(ctx context.Context, tenant, queue string) (bool, er
 }
 
 func deleteQueue(ctx context.Context, tx bun.Tx, tenant, queue string) (bool, error) {
-	// The queue row first: partitions are created under a key-share lock of it, so none
-	// can appear while it is held, and the partition list below is complete.
+	// The queue row first: partitions are created under a key-share lock of it (taken by
+	// the push function), so none can appear while it is held, and the partition list
+	// below is complete; cursors are created under a key-share lock of their partition
+	// (the pop function), so none can appear once the partitions are held.
 	var qid string
 	err := tx.NewSelect().Table("queen.queues").Column("id").
 		Where("tenant_id = ?::uuid AND name = ?", tenant, queue).For("UPDATE").
@@ -56,12 +58,17 @@ func deleteQueue(ctx context.Context, tx bun.Tx, tenant, queue string) (bool, er
 	}
 	if len(pids) > 0 {
 		// No foreign key ties these to their partition (the hot path would pay for it on
-		// every insert): they go explicitly, before the partitions they belong to.
-		for _, table := range []string{"queen.log_segments", "queen.log_txns"} {
+		// every push, see schema/001_tables.sql): they go explicitly, then the partitions.
+		// Dead letters go with the queue row (their queue key cascades).
+		for _, table := range []string{"queen.log_segments", "queen.log_txns", "queen.log_consumers"} {
 			if _, err := tx.NewDelete().TableExpr(table).
 				Where("partition_id IN (?)", bun.In(pids)).Exec(ctx); err != nil {
 				return false, err
 			}
+		}
+		if _, err := tx.NewDelete().TableExpr("queen.log_partitions").
+			Where("id IN (?)", bun.In(pids)).Exec(ctx); err != nil {
+			return false, err
 		}
 	}
 	if _, err := tx.NewDelete().TableExpr("queen.queues").Where("id = ?::uuid", qid).Exec(ctx); err != nil {

@@ -116,6 +116,36 @@ func TestSchemaTuning(t *testing.T) {
 	}
 }
 
+// TestHotTablesHaveNoConstraintTriggers checks that nothing makes PostgreSQL run a
+// trigger or parse a CHECK expression on every push (see schema/001_tables.sql), also in
+// a database created by an older schema that still had those constraints.
+func TestHotTablesHaveNoConstraintTriggers(t *testing.T) {
+	t.Parallel()
+	s := newStore(t, Options{PoolSize: 2})
+	s.exec(t, `ALTER TABLE queen.log_partitions ADD CONSTRAINT log_partitions_queue_id_fkey
+	             FOREIGN KEY (queue_id) REFERENCES queen.queues (id) ON DELETE CASCADE`)
+	s.exec(t, `ALTER TABLE queen.log_segments ADD CONSTRAINT log_segments_msg_count_check CHECK (msg_count > 0)`)
+	s.exec(t, `ALTER TABLE queen.log_consumers ADD CONSTRAINT log_consumers_partition_id_fkey
+	             FOREIGN KEY (partition_id) REFERENCES queen.log_partitions (id) ON DELETE CASCADE`)
+	s.exec(t, `ALTER TABLE queen.dlq ADD CONSTRAINT dlq_partition_id_fkey
+	             FOREIGN KEY (partition_id) REFERENCES queen.log_partitions (id) ON DELETE CASCADE`)
+	if err := s.Migrate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for _, table := range []string{"log_partitions", "log_segments", "log_txns"} {
+		var triggers, checks int
+		if err := s.pool.QueryRow(context.Background(),
+			`SELECT (SELECT count(*) FROM pg_trigger WHERE tgrelid = ('queen.' || $1)::regclass),
+			        (SELECT count(*) FROM pg_constraint WHERE conrelid = ('queen.' || $1)::regclass AND contype = 'c')`,
+			table).Scan(&triggers, &checks); err != nil {
+			t.Fatal(err)
+		}
+		if triggers != 0 || checks != 0 {
+			t.Errorf("%s: %d triggers and %d CHECK constraints, want none", table, triggers, checks)
+		}
+	}
+}
+
 func TestProvisioningDerivesNamespaceAndTask(t *testing.T) {
 	t.Parallel()
 	s := newStore(t, Options{PoolSize: 2})
