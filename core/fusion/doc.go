@@ -31,9 +31,13 @@
 //   - The Hold tick is a liveness backstop, not a batching window: it fires offers in
 //     case a permit was released and the offers were missed.
 //
-// A flush (seed 000 §3) does layer-2 dedup on the xxh3-128 hashes, builds the hash blob
-// and the zstd blob, and routes each segment's verdict to every frame, hence to every
-// request that fed the segment. A segment answered "duplicate" wrote nothing: its
+// A segment (seed 000 §3) is built when its partition is taken into a bundle or an offer,
+// on the shard's goroutine: layer-2 dedup on the xxh3-128 hashes, the hash blob and the
+// zstd blob. A flush only sends its bundle, so a freed permit goes to the database at
+// once; a flush that commits and finds offers waiting carries them next on the same
+// goroutine (a new one waited for a core while the database sat idle) and routes the
+// first bundle's answers on another. Routing gives each segment's verdict to every
+// frame, hence to every request that fed the segment. A segment answered "duplicate" wrote nothing: its
 // duplicate frames get their original's id (read from the covering segment, the zero id
 // when retention removed it) and the other frames go back to the head of the partition's
 // queue, ahead of anything that arrived meanwhile, for the next flush. A bundle that

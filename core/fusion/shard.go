@@ -160,7 +160,10 @@ func (s *shard) dispatch() {
 }
 
 // take moves the first n ready partitions into a new bundle or an offer: their frames
-// are detached and they are in flight until their outcome comes back (complete).
+// are detached and they are in flight until their outcome comes back (complete). Their
+// segments are built here, on the shard's goroutine, so that a flush holding a permit
+// only sends them: measured, building 30 segments (layer-2 dedup, zstd) at flush time
+// kept the database idle about 0.2 ms per commit.
 func (s *shard) take(n int) []flushPart {
 	if n <= 0 {
 		return nil
@@ -168,6 +171,7 @@ func (s *shard) take(n int) []flushPart {
 	bundle := make([]flushPart, n)
 	for k, p := range s.ready[:n] {
 		bundle[k] = flushPart{s: s, p: p, refs: p.refs, verified: s.known[p.key].verifiedFor(p.refs)}
+		bundle[k].seg, bundle[k].plan = s.b.build(bundle[k])
 		s.pending -= len(p.refs)
 		p.refs, p.ready, p.inFlight = nil, false, true
 	}
