@@ -110,14 +110,5 @@ BEGIN
          WHERE attrelid = 'queen.log_txns'::regclass AND attname = 'hashes') <> 'e' THEN
         ALTER TABLE queen.log_txns ALTER COLUMN hashes SET STORAGE EXTERNAL;
     END IF;
-    -- Databases created before the constraints were dropped from the hot tables.
-    IF EXISTS (SELECT 1 FROM pg_constraint WHERE conrelid = 'queen.log_partitions'::regclass
-                  AND conname = 'log_partitions_queue_id_fkey') THEN
-        ALTER TABLE queen.log_partitions DROP CONSTRAINT log_partitions_queue_id_fkey;
-    END IF;
-    IF EXISTS (SELECT 1 FROM pg_constraint WHERE conrelid = 'queen.log_segments'::regclass
-                  AND conname = 'log_segments_msg_count_check') THEN
-        ALTER TABLE queen.log_segments DROP CONSTRAINT log_segments_msg_count_check;
-    END IF;
 END
 $$;

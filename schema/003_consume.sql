@@ -65,17 +65,3 @@ CREATE TABLE IF NOT EXISTS queen.dlq (
 );
 CREATE INDEX IF NOT EXISTS dlq_queue ON queen.dlq (queue_id, failed_at DESC);
 CREATE INDEX IF NOT EXISTS dlq_message ON queen.dlq (partition_id, transaction_id);
-
--- Databases created before the foreign keys to log_partitions were dropped (see there).
-DO $$
-BEGIN
-    IF EXISTS (SELECT 1 FROM pg_constraint WHERE conrelid = 'queen.log_consumers'::regclass
-                  AND conname = 'log_consumers_partition_id_fkey') THEN
-        ALTER TABLE queen.log_consumers DROP CONSTRAINT log_consumers_partition_id_fkey;
-    END IF;
-    IF EXISTS (SELECT 1 FROM pg_constraint WHERE conrelid = 'queen.dlq'::regclass
-                  AND conname = 'dlq_partition_id_fkey') THEN
-        ALTER TABLE queen.dlq DROP CONSTRAINT dlq_partition_id_fkey;
-    END IF;
-END
-$$;

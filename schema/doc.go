@@ -14,7 +14,10 @@
 //     one second so that most allocator updates stay HOT although last_write_at is
 //     indexed. The row lock is the per-partition write serializer. The table is tuned for
 //     a tiny, very hot row set: fillfactor 50, threshold-only autovacuum, vacuum_truncate
-//     off (truncation takes an ACCESS EXCLUSIVE lock that would stall every push).
+//     off (truncation takes an ACCESS EXCLUSIVE lock that would stall every push), and no
+//     foreign key from or to it (PostgreSQL would run each as a trigger on every
+//     allocator update); what the keys guaranteed is kept by explicit FOR KEY SHARE locks
+//     and explicit deletes.
 //   - log_segments: one row per committed push segment: [base_offset, base_offset +
 //     msg_count) of one partition and one zstd blob of packed frames (see core/segment),
 //     stored EXTERNAL (already compressed: TOAST compression would only burn CPU).
@@ -27,6 +30,9 @@
 //   - log_push_multi_v1: one fused push bundle (N segments of N partitions) in one call.
 //   - log_push_one_v1: the allocator, the only place an offset is assigned.
 //   - log_segment_at_v1: the segment covering an offset (duplicate id resolution).
+//
+// 008_upgrade.sql changes databases created by older versions of these files (guarded,
+// so it does nothing on a current database).
 //
 // One global lock order: partition rows in ascending id. Provisioning inserts are ordered
 // by their unique key.
