@@ -45,10 +45,12 @@ CREATE TABLE IF NOT EXISTS queen.queues (
 -- No foreign key points from or to this table. PostgreSQL runs every foreign key of a
 -- row's table, either side, as an AFTER UPDATE trigger on each update of the row, keys
 -- changed or not; three of them cost about 14% of the pushing backend's CPU (measured).
--- What the keys guaranteed is kept by hand instead: provisioning takes the queue rows
--- FOR KEY SHARE before it inserts partitions (002_push.sql), a pop's first contact takes
--- the partition row FOR KEY SHARE before it inserts a cursor (004_pop.sql), and a queue
--- deletion removes cursors, dead letters and partitions explicitly (adapters/admin).
+-- What the keys guaranteed is kept by hand instead: provisioning inserts partitions only
+-- under queue rows it holds FOR KEY SHARE (002_push.sql), a pop's first contact takes the
+-- partition row FOR KEY SHARE before it inserts a cursor (004_pop.sql), and a queue
+-- deletion removes segments, hash rows, cursors and partitions explicitly, also those of
+-- queues deleted by brokers of an older version (adapters/admin); dead letters still go
+-- with their queue row (dlq.queue_id keeps its key).
 CREATE TABLE IF NOT EXISTS queen.log_partitions (
     id            uuid        PRIMARY KEY DEFAULT gen_random_uuid(),
     queue_id      uuid        NOT NULL, -- queen.queues (id), see above

@@ -204,15 +204,17 @@ BEGIN
         ON CONFLICT (tenant_id, name) DO NOTHING;
 
         -- What a foreign key's check did (there is none, see 001_tables.sql): a queue
-        -- being deleted is waited for, and a deleted one gets no partitions.
-        PERFORM 1 FROM queen.queues qq
-          WHERE (qq.tenant_id, qq.name) IN (SELECT u.t, u.q FROM unnest(v_tenants, p_queues) AS u(t, q))
-          ORDER BY qq.id
-            FOR KEY SHARE OF qq;
+        -- being deleted is waited for, and a deleted one gets no partitions. The lock is
+        -- taken in the inserting statement itself, so a partition is only ever inserted
+        -- under a queue row this transaction holds (with a separate locking statement,
+        -- the insert could join a queue row re-created after that statement ran).
         INSERT INTO queen.log_partitions (queue_id, name)
         SELECT DISTINCT qq.id, i.p
           FROM unnest(p_queues, p_partitions, v_tenants) AS i(q, p, t)
-          JOIN queen.queues qq ON qq.tenant_id = i.t AND qq.name = i.q
+          JOIN (SELECT q.id, q.tenant_id, q.name FROM queen.queues q
+                 WHERE (q.tenant_id, q.name) IN (SELECT u.t, u.q FROM unnest(v_tenants, p_queues) AS u(t, q))
+                 ORDER BY q.id
+                   FOR KEY SHARE) qq ON qq.tenant_id = i.t AND qq.name = i.q
          ORDER BY 1, 2
         ON CONFLICT (queue_id, name) DO NOTHING;
     END LOOP;
@@ -223,11 +225,10 @@ BEGIN
 
     -- 3. One set-based pre-lock in the global lock order (ascending partition id).
     -- NO KEY UPDATE, the lock the allocator's UPDATE takes anyway: it serialises pushes
-    -- but, unlike FOR UPDATE, does not conflict with the KEY SHARE locks that inserts
-    -- referencing the partition take (a pop's lazy consumer row, an ack's dead letter).
-    -- With FOR UPDATE, a transaction that pushes and then acks could deadlock with a pop
-    -- holding the consumer row it acks while inserting a consumer row of the pushed
-    -- partition.
+    -- but, unlike FOR UPDATE, does not conflict with the KEY SHARE lock a pop's first
+    -- contact takes on the partition before it inserts its cursor (004_pop.sql). With
+    -- FOR UPDATE, a transaction that pushes and then acks could deadlock with a pop
+    -- holding the consumer row it acks while creating a cursor on the pushed partition.
     PERFORM 1 FROM queen.log_partitions lp
       WHERE lp.id = ANY (v_pids)
       ORDER BY lp.id

@@ -4,17 +4,30 @@
 
 -- Constraints dropped from the hot tables (see log_partitions in 001_tables.sql): the
 -- foreign keys from and to log_partitions and the CHECK on log_segments.msg_count.
+--
+-- Dropping a foreign key takes ACCESS EXCLUSIVE locks on both its tables, which live
+-- pushes, pops and acks of other brokers take in different orders: each drop waits at
+-- most 2 s and gives up on a lock timeout or a deadlock, leaving that constraint for the
+-- next start (the broker is correct with it, only slower), instead of failing start-up.
 DO $$
 DECLARE
-    c record;
+    c      record;
+    v_wait text := current_setting('lock_timeout');
 BEGIN
+    PERFORM set_config('lock_timeout', '2s', true);
     FOR c IN SELECT con.conrelid::regclass AS rel, con.conname
                FROM pg_constraint con
               WHERE con.connamespace = 'queen'::regnamespace
                 AND con.conname IN ('log_partitions_queue_id_fkey', 'log_segments_msg_count_check',
                                     'log_consumers_partition_id_fkey', 'dlq_partition_id_fkey')
     LOOP
-        EXECUTE format('ALTER TABLE %s DROP CONSTRAINT %I', c.rel, c.conname);
+        BEGIN
+            EXECUTE format('ALTER TABLE %s DROP CONSTRAINT %I', c.rel, c.conname);
+        EXCEPTION WHEN lock_not_available OR deadlock_detected THEN
+            RAISE WARNING 'queen schema: % on % not dropped (%), will retry at the next start',
+                c.conname, c.rel, SQLERRM;
+        END;
     END LOOP;
+    PERFORM set_config('lock_timeout', v_wait, true);
 END
 $$;

@@ -215,6 +215,35 @@ func TestDeleteQueue(t *testing.T) {
 	}
 }
 
+// TestDeleteQueueSweepsOrphans: a broker of an older version deleted queues by their
+// row alone, relying on foreign keys that cascaded to the partitions; those keys are gone,
+// so its deletions left partitions (with their segments, hash rows and cursors) without a
+// queue. Any later deletion removes them.
+func TestDeleteQueueSweepsOrphans(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Options{})
+	orphan := f.push(t, "old", "a", 2)
+	f.exec(t, `INSERT INTO queen.log_consumers (partition_id, consumer_group, committed, batch_end) VALUES ($1, 'g', 0, 0)`, orphan)
+	f.exec(t, `DELETE FROM queen.queues WHERE name = 'old'`) // what the older broker did
+	keep := f.push(t, "kept", "a", 1)
+	f.push(t, "doomed", "a", 1)
+
+	if existed, err := f.admin.DeleteQueue(context.Background(), tenant, "doomed"); err != nil || !existed {
+		t.Fatalf("DeleteQueue = %v, %v; want existed", existed, err)
+	}
+	for _, table := range []string{"queen.log_segments", "queen.log_txns", "queen.log_consumers"} {
+		if n := f.count(t, `SELECT count(*) FROM `+table+` WHERE partition_id = $1`, orphan); n != 0 {
+			t.Errorf("%s: %d rows of the orphan partition remain", table, n)
+		}
+	}
+	if n := f.count(t, `SELECT count(*) FROM queen.log_partitions WHERE id = $1`, orphan); n != 0 {
+		t.Error("the orphan partition remains")
+	}
+	if n := f.count(t, `SELECT count(*) FROM queen.log_segments WHERE partition_id = $1`, keep); n != 1 {
+		t.Errorf("the other queue has %d segments, want 1", n)
+	}
+}
+
 // A deletion that waits past the statement timeout is cancelled on the server and its
 // connection is closed, not reused.
 func TestDeleteQueueTimeoutDiscardsConnection(t *testing.T) {

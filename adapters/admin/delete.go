@@ -50,9 +50,13 @@ func deleteQueue(ctx context.Context, tx bun.Tx, tenant, queue string) (bool, er
 	if err != nil {
 		return false, err
 	}
+	// Its partitions, and those left without a queue by brokers of an older version (the
+	// foreign key that removed them with their queue is gone): all in ascending id, the
+	// global lock order.
 	var pids []string
-	if err := tx.NewSelect().Table("queen.log_partitions").Column("id").
-		Where("queue_id = ?::uuid", qid).OrderExpr("id").For("UPDATE").
+	if err := tx.NewSelect().TableExpr("queen.log_partitions AS lp").Column("lp.id").
+		Where("lp.queue_id = ?::uuid OR NOT EXISTS (SELECT 1 FROM queen.queues q WHERE q.id = lp.queue_id)", qid).
+		OrderExpr("lp.id").For("UPDATE OF lp").
 		Scan(ctx, &pids); err != nil {
 		return false, err
 	}

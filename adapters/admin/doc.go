@@ -11,11 +11,13 @@
 //     Options.Discard, so it is closed rather than reused (design.md §9).
 //   - Configure is one INSERT ... ON CONFLICT DO UPDATE: creation and merge are atomic,
 //     and two concurrent merges of different options both take effect.
-//   - DeleteQueue takes the queue row, then its partition rows in ascending id (the
-//     global lock order), deletes the segments, hash sidecar rows and cursors of those
-//     partitions and the partitions themselves (no foreign key ties them: see
-//     schema/001_tables.sql), then the queue row, whose foreign keys cascade to the
-//     subscriptions and dead letters; all in one transaction. It is
+//   - DeleteQueue takes the queue row, then its partition rows and any partition left
+//     without a queue (by a broker of an older version, which relied on a foreign key
+//     that is gone) in ascending id (the global lock order), deletes the segments, hash
+//     sidecar rows and cursors of those partitions and the partitions themselves (no
+//     foreign key ties them: see schema/001_tables.sql), then the queue row, whose
+//     foreign keys cascade to the subscriptions and dead letters; all in one
+//     transaction. It is
 //     retried a few times on a deadlock or serialization failure (the ack path takes a
 //     cursor row before the partition it references).
 //   - Database errors are translated here, once, into the ports sentinels, wrapped with

@@ -146,6 +146,47 @@ func TestHotTablesHaveNoConstraintTriggers(t *testing.T) {
 	}
 }
 
+// TestUpgradeGivesUpOnBusyTables: a start-up whose constraint drop cannot get its locks
+// (another transaction holds one of the tables) leaves that constraint for the next start
+// instead of failing or stalling.
+func TestUpgradeGivesUpOnBusyTables(t *testing.T) {
+	t.Parallel()
+	s := newStore(t, Options{PoolSize: 4})
+	s.exec(t, `ALTER TABLE queen.log_segments ADD CONSTRAINT log_segments_msg_count_check CHECK (msg_count > 0)`)
+	ctx := context.Background()
+	holder, err := s.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Rollback(ctx)
+	if _, err := holder.Exec(ctx, `SELECT count(*) FROM queen.log_segments`); err != nil {
+		t.Fatal(err)
+	}
+	bounded, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := s.Migrate(bounded); err != nil {
+		t.Fatalf("Migrate with a busy table: %v", err)
+	}
+	checks := func() (n int) {
+		if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM pg_constraint WHERE conname = 'log_segments_msg_count_check'`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := checks(); n != 1 {
+		t.Fatalf("the constraint was dropped under a held lock (%d left)", n)
+	}
+	if err := holder.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := checks(); n != 0 {
+		t.Errorf("the next start left the constraint (%d)", n)
+	}
+}
+
 func TestProvisioningDerivesNamespaceAndTask(t *testing.T) {
 	t.Parallel()
 	s := newStore(t, Options{PoolSize: 2})
