@@ -190,14 +190,11 @@ func BenchmarkPushFusion(b *testing.B) {
 				// slice would make that cost, paid once per checkpoint cycle (5 minutes by
 				// default) in production, weigh on every few seconds of fusion.
 				settle(b, baseDB)
-				// Both sides warm up unmeasured. Measured: the baseline's rate climbs for
-				// tens of seconds (from about 4,400 to 7,700 rows/s over 40 s in one run;
-				// likewise with its table pre-filled with 200,000 rows, and with no fusion
-				// slices in between), and fusion's first pushes create the 1000
-				// partitions and fill the dedup caches. The warm-up does not reach the
-				// baseline's plateau: the alternating rounds average both sides over the
-				// climb. Earlier versions of this benchmark measured the baseline from a
-				// new pool and table in each of two halves, which understated it.
+				// Both sides warm up unmeasured, on the connections they keep: measured,
+				// a baseline from 64 new connections runs 12% to 38% slower for its first
+				// seconds (the earlier layout of this benchmark measured it so, in two
+				// cold halves, which understated it), and fusion's first pushes create
+				// the 1000 partitions and fill the dedup caches.
 				bl.run(-1, warmUp)
 				fl.run(-1, warmUp)
 				var fused, base loadResult
