@@ -64,7 +64,8 @@ type Options struct {
 	// 64 bytes each) [8,000,000 ≈ 512 MB, QUEEN_DEDUP_CACHE_MB]; negative disables it.
 	CacheEntries int
 	// Committed, when set, is called once per committed segment with its partition's
-	// name (from the flushing goroutine, so it must not block): parked pops wake on it.
+	// name (from the goroutine routing the bundle's answers, so it must not block): parked
+	// pops wake on it.
 	Committed func(tenant, queue, partition string)
 }
 
