@@ -21,10 +21,10 @@ package fusion
 // bundles (shard.complete).
 //
 // No lost wake-up: a shard offers and then tries a permit; a flush releases its permit
-// and then looks at the offers. Both sides act after publishing, under offerMu or the
-// limiter's lock, so one of them sees the other. A permit taken for offers that were
-// gone is released and the list looked at again (nextOffers), since an offer refused
-// meanwhile was left for that permit's holder. The hold tick retries anyway.
+// and then looks at the offers. Both sides act after publishing (the offer under
+// offerMu, the release under the limiter's lock) and claim a permit and offers together
+// under the limiter's lock (nextOffers), so one of them sees the other. The hold tick
+// retries anyway.
 
 // offer appends parts to the offer list, then fires them if a permit is free.
 func (b *Batcher) offer(parts []flushPart) {
@@ -49,20 +49,20 @@ func (b *Batcher) fireOffers() {
 	}
 }
 
-// nextOffers takes a permit and a bundle of offered partitions, or returns nil (and
-// holds no permit) when nothing is offered or no permit is free.
-//
-// A permit taken for offers that another bundle took meanwhile is given back, and the
-// list looked at again: while that permit was held, a shard may have offered, been
-// refused, and left its offer for the permit's holder to fire.
+// nextOffers takes a permit and a bundle of offered partitions together, or returns nil
+// (and holds no permit) when nothing is offered or no permit is free. Both are claimed
+// under the limiter's lock (lock order: limiter, then offerMu), so a permit is never
+// taken for offers another bundle took meanwhile.
 func (b *Batcher) nextOffers() []flushPart {
-	for b.nOffered.Load() > 0 && b.opts.Limiter.TryAcquire() {
-		if bundle := b.takeOffers(nil, b.opts.BundleMax); len(bundle) > 0 {
-			return bundle
-		}
-		b.opts.Limiter.Release(0, true) // no sample: nothing was committed
+	if b.nOffered.Load() == 0 {
+		return nil
 	}
-	return nil
+	var bundle []flushPart
+	b.opts.Limiter.TryAcquireIf(func() bool {
+		bundle = b.takeOffers(nil, b.opts.BundleMax)
+		return len(bundle) > 0
+	})
+	return bundle
 }
 
 // topUp fills the room left in a bundle with offered partitions.

@@ -13,6 +13,9 @@
 // shrinks it by 10%. minRTT is re-learnt every ProbeEvery samples because the uncontended
 // latency of a database changes with its data and its neighbours.
 //
+// TryAcquireIf claims a permit together with the work it is for, under the limiter's
+// lock, so a permit is never counted as used for work that vanished meanwhile.
+//
 // Why this matters for fusion: permits are what makes the lane "contended". While all
 // permits are out, pushes accumulate into larger segments and bundles instead of queueing
 // more concurrent transactions inside PostgreSQL, so load raises messages per commit

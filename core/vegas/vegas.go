@@ -70,6 +70,22 @@ func (l *Limiter) TryAcquire() bool {
 	return true
 }
 
+// TryAcquireIf takes a permit if one is free right now and take, run under the limiter's
+// lock only in that case, returns true: work that may have vanished (another permit's
+// holder took it) is claimed together with its permit, so no permit is taken, counted as
+// used and given back for nothing. take must not call the limiter. It never blocks
+// beyond take.
+func (l *Limiter) TryAcquireIf(take func() bool) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.inFlight >= l.limit || !take() {
+		return false
+	}
+	l.inFlight++
+	l.maxUsed = max(l.maxUsed, l.inFlight)
+	return true
+}
+
 // Release returns a permit with the round trip it covered; ok is false when the call
 // failed (the sample then only shrinks the limit).
 func (l *Limiter) Release(rtt time.Duration, ok bool) {

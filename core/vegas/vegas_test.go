@@ -67,6 +67,24 @@ func TestLimitAdapts(t *testing.T) {
 			},
 		},
 		{
+			name: "permits claimed for nothing do not count as used",
+			rounds: func(l *Limiter) {
+				for range 500 {
+					if l.TryAcquire() {
+						for range 3 { // work that another permit's holder took meanwhile
+							l.TryAcquireIf(func() bool { return false })
+						}
+						l.Release(time.Millisecond, true)
+					}
+				}
+			},
+			check: func(t *testing.T, limit int) {
+				if limit != 8 {
+					t.Fatalf("limit = %d, want unchanged 8", limit)
+				}
+			},
+		},
+		{
 			name: "failures shrink",
 			rounds: func(l *Limiter) {
 				for range 50 {
@@ -109,4 +127,21 @@ func TestTryAcquireRespectsLimit(t *testing.T) {
 	if !l.TryAcquire() {
 		t.Fatal("a released permit is not available again")
 	}
+}
+
+func TestTryAcquireIfClaimsOnlyWithAPermit(t *testing.T) {
+	t.Parallel()
+	l := New(Options{Initial: 1, Min: 1, Max: 1})
+	calls := 0
+	take := func(ok bool) func() bool { return func() bool { calls++; return ok } }
+	if l.TryAcquireIf(take(false)) || l.InFlight() != 0 || calls != 1 {
+		t.Fatalf("take refused: acquired, in flight %d, calls %d; want no permit, 1 call", l.InFlight(), calls)
+	}
+	if !l.TryAcquireIf(take(true)) || l.InFlight() != 1 {
+		t.Fatalf("take accepted with a free permit: in flight %d, want 1", l.InFlight())
+	}
+	if l.TryAcquireIf(take(true)) || calls != 2 {
+		t.Fatalf("no permit free: take ran %d times, want 2 (not called without a permit)", calls)
+	}
+	l.Release(time.Millisecond, true)
 }
