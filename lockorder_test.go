@@ -4,8 +4,6 @@ import (
 	"context"
 	"testing"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 )
 
 // TestPushLockDoesNotBlockReferences: a push bundle's partition lock (held until its
@@ -17,16 +15,7 @@ func TestPushLockDoesNotBlockReferences(t *testing.T) {
 	a := startApp(t, nil)
 	a.push(t, map[string]any{"queue": "locks", "partition": "x", "payload": 1})
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, a.DBURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	tx, err := conn.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback(ctx)
+	tx := a.sideTx(t)
 	var res []byte
 	if err := tx.QueryRow(ctx, pushSQLForTest, []string{"locks"}, []string{"x"}, []int32{1},
 		[][]byte{make([]byte, 16)}, []int64{-1}, [][]byte{{0}}, nil).Scan(&res); err != nil {

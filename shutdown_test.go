@@ -8,8 +8,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 )
 
 // TestGracefulStopAnswersInFlightPushes: stopping the broker (what SIGTERM does in
@@ -22,15 +20,7 @@ func TestGracefulStopAnswersInFlightPushes(t *testing.T) {
 	a.push(t, map[string]any{"queue": "shutdown", "partition": "p0", "payload": 0})
 
 	// Hold the partition's row lock so the pushes below stay in flight.
-	conn, err := pgx.Connect(ctx, a.DBURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	tx, err := conn.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tx := a.sideTx(t)
 	if _, err := tx.Exec(ctx, `SELECT 1 FROM queen.log_partitions FOR UPDATE`); err != nil {
 		t.Fatal(err)
 	}

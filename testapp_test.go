@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/queen-go/queen/adapters/pglocal/pgtest"
 	"github.com/queen-go/queen/config"
 )
@@ -122,6 +124,24 @@ type pushResult struct {
 	QueueName     string `json:"queueName"`
 	Status        string `json:"status"`
 	Offset        *int64 `json:"offset"`
+}
+
+// sideTx begins a transaction on a connection of its own to the broker's database,
+// closed (and the transaction rolled back) at the test's end.
+func (a *testApp) sideTx(t testing.TB) pgx.Tx {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, a.DBURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(ctx) })
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tx.Rollback(ctx) })
+	return tx
 }
 
 // push posts items (marshalled as {"items": items}) and decodes a 201 answer.
