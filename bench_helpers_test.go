@@ -4,10 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -31,6 +35,8 @@ type loadResult struct {
 	msgs, requests, errors int64
 	elapsed                time.Duration
 	cpuBusy                float64 // fraction of all cores busy during the phase (from /proc/stat)
+	cpuSec                 float64 // CPU time the whole machine spent during the phase, s
+	goSec                  float64 // of which this process (load generator and broker), s
 }
 
 // cpuTimes reads the machine's busy and total jiffies.
@@ -45,6 +51,26 @@ func cpuTimes() (busy, total float64) {
 	return busy, busy + idle + iowait
 }
 
+// clockTicks is USER_HZ, the unit of /proc/stat (100 on every Linux the tests run on).
+const clockTicks = 100
+
+// processCPU is the CPU time this process has used, user and system, in seconds.
+func processCPU() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+}
+
+// cpuPerMsg is the machine's CPU time per message in µs, and this process's part of it.
+func (r loadResult) cpuPerMsg() (machine, goProc float64) {
+	if r.msgs == 0 {
+		return 0, 0
+	}
+	return 1e6 * r.cpuSec / float64(r.msgs), 1e6 * r.goSec / float64(r.msgs)
+}
+
 func (r loadResult) rate() float64 { return float64(r.msgs) / r.elapsed.Seconds() }
 
 // plus combines two phases of the same kind, weighting CPU use by duration.
@@ -54,6 +80,7 @@ func (r loadResult) plus(o loadResult) loadResult {
 		msgs: r.msgs + o.msgs, requests: r.requests + o.requests, errors: r.errors + o.errors,
 		elapsed: total,
 		cpuBusy: (r.cpuBusy*r.elapsed.Seconds() + o.cpuBusy*o.elapsed.Seconds()) / total.Seconds(),
+		cpuSec:  r.cpuSec + o.cpuSec, goSec: r.goSec + o.goSec,
 	}
 }
 
@@ -66,6 +93,7 @@ var errLoadDone = errors.New("load done")
 func runLoad(workers int, d time.Duration, op func(worker, seq int) (int, error)) loadResult {
 	var msgs, reqs, errs atomic.Int64
 	busy0, total0 := cpuTimes()
+	go0 := processCPU()
 	deadline := time.Now().Add(d)
 	start := time.Now()
 	var wg sync.WaitGroup
@@ -88,7 +116,8 @@ func runLoad(workers int, d time.Duration, op func(worker, seq int) (int, error)
 	wg.Wait()
 	busy1, total1 := cpuTimes()
 	return loadResult{msgs: msgs.Load(), requests: reqs.Load(), errors: errs.Load(), elapsed: time.Since(start),
-		cpuBusy: (busy1 - busy0) / max(total1-total0, 1)}
+		cpuBusy: (busy1 - busy0) / max(total1-total0, 1),
+		cpuSec:  (busy1 - busy0) / clockTicks, goSec: processCPU() - go0}
 }
 
 // rawClient is the load tool's minimal keep-alive HTTP/1.1 client (bench/load.Client):
@@ -143,4 +172,85 @@ func percentile(sorted []time.Duration, p float64) float64 {
 	}
 	i := min(int(p*float64(len(sorted))), len(sorted)-1)
 	return float64(sorted[i]) / float64(time.Millisecond)
+}
+
+// httpFloor is the push benchmark's reference for the HTTP layer alone: net/http, set up
+// as the broker's server is, with a push handler that reads the body, waits for a
+// simulated bundle commit (a ticker wakes every waiting handler at once, as a commit
+// does) and answers 201 with a result of the broker's size. Nothing else: no parsing, no
+// database. Its CPU per request, load generator included, is what any net/http broker
+// pays before doing any work.
+type httpFloor struct {
+	srv     *httptest.Server
+	clients []*rawClient
+	stop    chan struct{}
+}
+
+// floorCycle is the simulated commit period, close to fusion's on this machine (3 ms).
+const floorCycle = 3 * time.Millisecond
+
+func newHTTPFloor(b *testing.B, workers int) *httpFloor {
+	f := &httpFloor{stop: make(chan struct{})}
+	var mu sync.Mutex
+	bundle := make(chan struct{})
+	go func() {
+		t := time.NewTicker(floorCycle)
+		defer t.Stop()
+		for {
+			select {
+			case <-f.stop:
+				return
+			case <-t.C:
+				mu.Lock()
+				close(bundle)
+				bundle = make(chan struct{})
+				mu.Unlock()
+			}
+		}
+	}()
+	answer := []byte(`[{"index":0,"transactionId":"r0-w0-s0-i0","status":"queued","messageId":"019ad4a1-6c2e-7b3a-9f1d-2c4e6a8b0d1f","partitionId":"019ad4a1-6c2e-7b3a-9f1d-2c4e6a8b0d20","queueName":"bench-single-64conns"}]`)
+	f.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, err := io.Copy(io.Discard, r.Body); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		mu.Lock()
+		wait := bundle
+		mu.Unlock()
+		<-wait
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusCreated)
+		w.Write(answer)
+	}))
+	f.srv.Config.ReadHeaderTimeout, f.srv.Config.IdleTimeout = 10*time.Second, 2*time.Minute
+	f.srv.Start()
+	f.clients = make([]*rawClient, workers)
+	for i := range f.clients {
+		c, err := load.NewClient(f.srv.URL, 0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		f.clients[i] = &rawClient{c}
+	}
+	b.Cleanup(func() {
+		for _, c := range f.clients {
+			c.close()
+		}
+		close(f.stop)
+		f.srv.Close()
+	})
+	return f
+}
+
+// run sends single-message pushes for d.
+func (f *httpFloor) run(d time.Duration) loadResult {
+	return runLoad(len(f.clients), d, func(w, seq int) (int, error) {
+		body := fmt.Appendf(nil, `{"items":[{"queue":"q","partition":"p%d","transactionId":"w%d-s%d","payload":%s}]}`,
+			seq%benchPartitions, w, seq, benchPayload(seq))
+		code, err := f.clients[w].post("/api/v1/push", body)
+		if err == nil && code != http.StatusCreated {
+			err = fmt.Errorf("status %d", code)
+		}
+		return 1, err
+	})
 }

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
+	"runtime"
 	"strconv"
 	"testing"
 	"time"
@@ -222,6 +223,27 @@ func BenchmarkPushFusion(b *testing.B) {
 				b.Logf("%s: fusion %.0f msgs/s (%d errors, cpu %.0f%%), baseline %.0f msgs/s (%d errors, cpu %.0f%%): %.2fx; %.0f commits, %.2f segments/commit, push limit %d",
 					sc.name, fused.rate(), fused.errors, 100*fused.cpuBusy, base.rate(), base.errors, 100*base.cpuBusy,
 					fused.rate()/base.rate(), commits, segs/commits, a.Limit())
+				fm, fg := fused.cpuPerMsg()
+				bm, bg := base.cpuPerMsg()
+				b.ReportMetric(fm, "cpu-µs/msg")
+				b.ReportMetric(bm, "baseline-cpu-µs/msg")
+				// The CPU budget: with every core busy, 2x the baseline's rate leaves
+				// this much machine CPU per message for the broker, its load generator
+				// and PostgreSQL together.
+				b.Logf("%s: machine CPU per message: fusion %.0f µs (%.0f in this process: load generator and broker; %.0f outside: PostgreSQL), baseline %.0f µs (%.0f in this process); 2x the baseline with all %d cores busy allows %.0f µs",
+					sc.name, fm, fg, fm-fg, bm, bg, runtime.NumCPU(), 1e6*float64(runtime.NumCPU())/(2*base.rate()))
+				if sc.batch == 1 {
+					// The HTTP layer's floor, measured after the rounds, on the same
+					// machine: what net/http and the load generator cost per request
+					// before the broker does any work.
+					hf := newHTTPFloor(b, sc.workers)
+					hf.run(time.Second)
+					floor := hf.run(slice)
+					flm, flg := floor.cpuPerMsg()
+					b.ReportMetric(flg, "http-floor-cpu-µs/req")
+					b.Logf("%s: HTTP floor (net/http, a handler that only waits %v for a simulated commit): %.0f req/s, %.0f µs of this process's CPU per request (%.0f µs machine-wide, %d errors)",
+						sc.name, floorCycle, floor.rate(), flg, flm, floor.errors)
+				}
 				if fused.errors > 0 || base.errors > 0 {
 					b.Errorf("errors during the run: fusion %d, baseline %d", fused.errors, base.errors)
 				}
