@@ -199,6 +199,12 @@ func newHTTPFloor(b *testing.B, workers int) *httpFloor {
 		for {
 			select {
 			case <-f.stop:
+				// Release the waiting handlers, and let later ones through at once:
+				// the server's Close waits for every handler to return.
+				mu.Lock()
+				close(bundle)
+				bundle = f.stop
+				mu.Unlock()
 				return
 			case <-t.C:
 				mu.Lock()

@@ -230,7 +230,7 @@ func BenchmarkPushFusion(b *testing.B) {
 				// The CPU budget: with every core busy, 2x the baseline's rate leaves
 				// this much machine CPU per message for the broker, its load generator
 				// and PostgreSQL together.
-				b.Logf("%s: machine CPU per message: fusion %.0f µs (%.0f in this process: load generator and broker; %.0f outside: PostgreSQL), baseline %.0f µs (%.0f in this process); 2x the baseline with all %d cores busy allows %.0f µs",
+				b.Logf("%s: machine CPU per message: fusion %.0f µs (%.0f in this process: load generator and broker; %.0f outside it, mostly PostgreSQL), baseline %.0f µs (%.0f in this process); 2x the baseline with all %d cores busy allows %.0f µs",
 					sc.name, fm, fg, fm-fg, bm, bg, runtime.NumCPU(), 1e6*float64(runtime.NumCPU())/(2*base.rate()))
 				if sc.batch == 1 {
 					// The HTTP layer's floor, measured after the rounds, on the same
