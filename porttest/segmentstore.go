@@ -255,6 +255,9 @@ func testVerified(t *testing.T, f Fixture) {
 	if r := push(t, f.Store, stale)[0]; r.Status != ports.SegmentDuplicate || r.Dups[0].Offset != 0 {
 		t.Fatalf("watermark beyond the allocator: %+v, want duplicate of offset 0", r)
 	}
+	atTop := seg("q", "p", "b")
+	atTop.Verified = 2 // the whole history: nothing is left to probe
+	wantQueued(t, push(t, f.Store, atTop)[0], 3)
 }
 
 func testRecentHashes(t *testing.T, f Fixture) {

@@ -34,6 +34,7 @@ DECLARE
     v_hit        boolean;
     v_i          integer;
     v_dups       jsonb;
+    v_checked    boolean;
 BEGIN
     IF p_count IS NULL OR p_count < 1 THEN
         RAISE EXCEPTION 'log_push_one_v1: msg_count must be positive, got %', p_count
@@ -46,7 +47,30 @@ BEGIN
             USING ERRCODE = '22023';
     END IF;
 
-    IF p_window > 0 THEN
+    -- The allocation: the UPDATE below is the only statement that assigns offsets. The
+    -- CASE quantises last_write_at to one second so the update stays HOT most of the time.
+    -- With window 0 there is nothing to probe and the UPDATE is also the lock. With a
+    -- positive window the first attempt allocates only where the probe below would skip
+    -- anyway: no offset past the caller's verified watermark (last_offset = p_verified),
+    -- no retained hash sidecar (last_offset < txns_start) or an empty partition. That is
+    -- the common case of a broker pushing to partitions it wrote last, and it saves the
+    -- re-lock statement per segment; the row lock is the same one (the bundle's pre-lock
+    -- already holds it), so the outcome is the probe path's. Otherwise the probe runs and
+    -- a clean probe allocates unconditionally.
+    v_checked := p_window <= 0;
+    LOOP
+        UPDATE queen.log_partitions SET
+            last_offset   = last_offset + p_count,
+            last_write_at = CASE WHEN clock_timestamp() - last_write_at > interval '1 second'
+                                 THEN clock_timestamp() ELSE last_write_at END
+         WHERE id = p_pid
+           AND (v_checked OR last_offset = p_verified OR last_offset < txns_start OR last_offset < 0)
+        RETURNING last_offset INTO v_last;
+        EXIT WHEN FOUND;
+        IF v_checked THEN
+            RAISE EXCEPTION 'log_push_one_v1: partition % not found', p_pid USING ERRCODE = 'P0002';
+        END IF;
+
         -- Probe before allocate, under the row lock: a duplicate writes nothing.
         SELECT last_offset, txns_start INTO v_last, v_txns_start
           FROM queen.log_partitions WHERE id = p_pid FOR NO KEY UPDATE;
@@ -95,19 +119,8 @@ BEGIN
                 END IF;
             END IF;
         END IF;
-    END IF;
-
-    -- The allocation. With window 0 this UPDATE is also the lock. The CASE quantises
-    -- last_write_at to one second so the update stays HOT most of the time.
-    UPDATE queen.log_partitions SET
-        last_offset   = last_offset + p_count,
-        last_write_at = CASE WHEN clock_timestamp() - last_write_at > interval '1 second'
-                             THEN clock_timestamp() ELSE last_write_at END
-     WHERE id = p_pid
-    RETURNING last_offset INTO v_last;
-    IF NOT FOUND THEN
-        RAISE EXCEPTION 'log_push_one_v1: partition % not found', p_pid USING ERRCODE = 'P0002';
-    END IF;
+        v_checked := true;
+    END LOOP;
 
     INSERT INTO queen.log_segments (partition_id, base_offset, msg_count, created_at, blob)
     VALUES (p_pid, v_last - p_count + 1, p_count, p_now, p_blob);
