@@ -141,20 +141,48 @@ func (s *Store) EncryptionEnabled(ctx context.Context, tenant, queue string) (bo
 	return on, err
 }
 
-// RecentHashes implements ports.SegmentStore: one REPEATABLE READ snapshot, so the hash
-// rows are exactly those at or below the last offset it reports.
+// recentHashesSQL reads a partition's dedup history in one statement, hence one
+// snapshot: the hash rows are exactly those at or below the last offset it reports. The
+// rows are counted first (LIMIT max + 1; they are small and hot) and shipped only when
+// they fit, so a history too large for the cache costs no transfer. One round trip
+// matters: after a restart the reads run while cold partitions make pushes probe their
+// whole window, and a read that waits on four round trips of a busy server keeps those
+// probes going longer.
+const recentHashesSQL = `
+WITH p AS (
+    SELECT lp.id, lp.last_offset, q.dedup_window_seconds AS win
+      FROM queen.log_partitions lp JOIN queen.queues q ON q.id = lp.queue_id
+     WHERE lp.id = $1::uuid
+), c AS (
+    SELECT count(*) AS n
+      FROM (SELECT 1 FROM p, queen.log_txns t
+             WHERE t.partition_id = p.id AND t.end_offset <= p.last_offset
+               AND t.created_at >= now() - make_interval(secs => p.win)
+             LIMIT $2::integer + 1) x
+)
+SELECT p.last_offset, p.win, c.n, h.bases, h.times, h.hashes
+  FROM p CROSS JOIN c
+  LEFT JOIN LATERAL (
+    SELECT array_agg(t.base_offset ORDER BY t.end_offset) AS bases,
+           array_agg(t.created_at ORDER BY t.end_offset) AS times,
+           array_agg(t.hashes ORDER BY t.end_offset) AS hashes
+      FROM queen.log_txns t
+     WHERE c.n <= $2::integer AND t.partition_id = p.id AND t.end_offset <= p.last_offset
+       AND t.created_at >= now() - make_interval(secs => p.win)
+  ) h ON true`
+
+// RecentHashes implements ports.SegmentStore (see recentHashesSQL).
 func (s *Store) RecentHashes(ctx context.Context, partitionID string, maxSegments int) (ports.RecentHashes, error) {
 	out := ports.RecentHashes{LastOffset: -1}
 	err := s.run(ctx, "recent hashes", func(ctx context.Context, c *pgxpool.Conn) error {
-		tx, err := c.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
-		if err != nil {
-			return err
-		}
-		defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-		var windowSeconds int64
-		err = tx.QueryRow(ctx, `SELECT p.last_offset, q.dedup_window_seconds
-			FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id
-			WHERE p.id = $1::uuid`, partitionID).Scan(&out.LastOffset, &windowSeconds)
+		var (
+			windowSeconds, n int64
+			bases            []int64
+			times            []time.Time
+			hashes           [][]byte
+		)
+		err := c.QueryRow(ctx, recentHashesSQL, partitionID, maxSegments).
+			Scan(&out.LastOffset, &windowSeconds, &n, &bases, &times, &hashes)
 		if err == pgx.ErrNoRows {
 			return nil
 		}
@@ -162,36 +190,19 @@ func (s *Store) RecentHashes(ctx context.Context, partitionID string, maxSegment
 			return err
 		}
 		out.Window = time.Duration(windowSeconds) * time.Second
-		window := out.Window
-		// Count first (the rows are small and hot): a window too large for the cache is
-		// not worth shipping.
-		var n int
-		if err := tx.QueryRow(ctx, `SELECT count(*) FROM (SELECT 1 FROM queen.log_txns
-			WHERE partition_id = $1::uuid AND end_offset <= $2 AND created_at >= now() - $3::interval
-			LIMIT $4) c`, partitionID, out.LastOffset, window, maxSegments+1).Scan(&n); err != nil {
-			return err
-		}
-		if n > maxSegments {
+		if n > int64(maxSegments) {
 			out.TooLarge = true
-			return tx.Commit(ctx)
+			return nil
 		}
-		rows, err := tx.Query(ctx, `SELECT base_offset, created_at, hashes FROM queen.log_txns
-			WHERE partition_id = $1::uuid AND end_offset <= $2 AND created_at >= now() - $3::interval
-			ORDER BY end_offset`, partitionID, out.LastOffset, window)
-		if err != nil {
-			return err
+		if len(times) != len(bases) || len(hashes) != len(bases) {
+			return fmt.Errorf("postgres: recent hashes: %d bases, %d times, %d hash rows: %w",
+				len(bases), len(times), len(hashes), ports.ErrInvalid)
 		}
-		for rows.Next() {
-			var h ports.HashedSegment
-			if err := rows.Scan(&h.BaseOffset, &h.CreatedAt, &h.Hashes); err != nil {
-				return err
-			}
-			out.Segments = append(out.Segments, h)
+		out.Segments = make([]ports.HashedSegment, len(bases))
+		for i := range bases {
+			out.Segments[i] = ports.HashedSegment{BaseOffset: bases[i], CreatedAt: times[i], Hashes: hashes[i]}
 		}
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		return tx.Commit(ctx)
+		return nil
 	})
 	return out, err
 }
