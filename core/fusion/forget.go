@@ -56,6 +56,16 @@ func (s *shard) forgetQueue(prefix string) {
 			s.stale[key] = struct{}{}
 		}
 	}
+	queue := s.warmQueue[:0]
+	for _, r := range s.warmQueue {
+		if strings.HasPrefix(r.key, prefix) {
+			delete(s.warmQueued, r.key) // its partition id may be gone: the next commit asks again
+			continue
+		}
+		queue = append(queue, r)
+	}
+	clear(s.warmQueue[len(queue):])
+	s.warmQueue = queue
 	for key := range s.warmTried {
 		if strings.HasPrefix(key, prefix) {
 			if _, pending := s.warming[key]; !pending {

@@ -49,6 +49,9 @@ type shard struct {
 	warmed       chan *warmed         // finished warm-up reads (see warm.go)
 	warmTried    map[string]time.Time // partition key -> earliest next warm-up
 	warming      map[string][]seen    // partition key -> commits learnt while its read is pending
+	warmReads    int                  // this shard's reads in flight (at most cap(warmed))
+	warmQueue    []warmReq            // partitions waiting for a warm-up slot, oldest first
+	warmQueued   map[string]struct{}  // keys in warmQueue
 	stale        map[string]struct{}  // partition keys whose pending read predates a ForgetQueue
 
 	forgets chan forgetting // ForgetQueue requests (see forget.go)
@@ -56,16 +59,17 @@ type shard struct {
 
 func newShard(b *Batcher) *shard {
 	return &shard{
-		b:         b,
-		in:        make(chan []*Group, 4096),
-		done:      make(chan *flushed, 64),
-		parts:     make(map[string]*part),
-		known:     make(map[string]*known),
-		warmed:    make(chan *warmed, warmParallel),
-		warmTried: make(map[string]time.Time),
-		warming:   make(map[string][]seen),
-		stale:     make(map[string]struct{}),
-		forgets:   make(chan forgetting),
+		b:          b,
+		in:         make(chan []*Group, 4096),
+		done:       make(chan *flushed, 64),
+		parts:      make(map[string]*part),
+		known:      make(map[string]*known),
+		warmed:     make(chan *warmed, warmParallel),
+		warmTried:  make(map[string]time.Time),
+		warming:    make(map[string][]seen),
+		warmQueued: make(map[string]struct{}),
+		stale:      make(map[string]struct{}),
+		forgets:    make(chan forgetting),
 	}
 }
 
@@ -91,8 +95,10 @@ func (s *shard) run() {
 			s.forgetQueue(f.prefix)
 			f.done()
 		case <-tick.C:
-			// Liveness backstop: offers whose permit release was missed leave now.
+			// Liveness backstop: offers whose permit release was missed leave now, and
+			// queued warm-ups take slots other shards freed.
 			s.b.fireOffers()
+			s.warmNext()
 		case <-stop:
 			closing, stop = true, nil
 			s.drain()
