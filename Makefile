@@ -7,7 +7,7 @@ WIRE  := $(GO) run github.com/google/wire/cmd/wire@v0.7.0
 QUEEN_BENCH_SECONDS ?= 10
 export QUEEN_BENCH_SECONDS
 
-.PHONY: all build lambda run test bench bench-pipeline generate vet clean
+.PHONY: all build lambda run test bench bench-consume bench-restart bench-pipeline generate vet clean
 
 all: build
 
@@ -42,6 +42,12 @@ bench:
 # under a paced producer (docs/benchmarks.md).
 bench-consume:
 	$(GO) test -run '^$$' -bench 'PopAck|PushToPop' -benchtime 1x -timeout 30m .
+
+# Pushes right after a broker restart, against the steady rate before it: how long the
+# new broker's empty dedup cache makes pushes probe whole windows (QUEEN_BENCH_HISTORY
+# segments per partition, default 300; docs/benchmarks.md).
+bench-restart:
+	$(GO) test -run '^$$' -bench PushAfterRestart -benchtime 1x -timeout 30m .
 
 # The ordered pipeline of seed 001 for 60 s against a broker on a fresh embedded
 # PostgreSQL; prints the verifier's verdict (PIPELINE_SECONDS, PIPELINE_RATE, ...: see the
