@@ -70,11 +70,12 @@ func (s *shard) warm(key, pid string) {
 	}
 }
 
-// warmNext starts queued reads while slots are free.
+// warmNext starts queued reads while slots are free (skipping partitions whose cache
+// exists by now).
 func (s *shard) warmNext() {
 	for len(s.warmQueue) > 0 {
 		r := s.warmQueue[0]
-		if !s.startWarm(r.key, r.pid) {
+		if s.known[r.key] == nil && !s.startWarm(r.key, r.pid) {
 			return
 		}
 		s.warmQueue[0] = warmReq{}
