@@ -51,8 +51,8 @@ BEGIN
     -- CASE quantises last_write_at to one second so the update stays HOT most of the time.
     -- With window 0 there is nothing to probe and the UPDATE is also the lock. With a
     -- positive window the first attempt allocates only where the probe below would skip
-    -- anyway: no offset past the caller's verified watermark (last_offset = p_verified),
-    -- no retained hash sidecar (last_offset < txns_start) or an empty partition. That is
+    -- anyway: no offset past the caller's verified watermark (last_offset = p_verified)
+    -- or no retained hash sidecar (last_offset < txns_start, an empty partition too). That is
     -- the common case of a broker pushing to partitions it wrote last, and it saves the
     -- re-lock statement per segment; the row lock is the same one (the bundle's pre-lock
     -- already holds it), so the outcome is the probe path's. Otherwise the probe runs and
@@ -64,7 +64,7 @@ BEGIN
             last_write_at = CASE WHEN clock_timestamp() - last_write_at > interval '1 second'
                                  THEN clock_timestamp() ELSE last_write_at END
          WHERE id = p_pid
-           AND (v_checked OR last_offset = p_verified OR last_offset < txns_start OR last_offset < 0)
+           AND (v_checked OR last_offset = p_verified OR last_offset < txns_start)
         RETURNING last_offset INTO v_last;
         EXIT WHEN FOUND;
         IF v_checked THEN

@@ -158,7 +158,7 @@ WITH p AS (
       FROM (SELECT 1 FROM p, queen.log_txns t
              WHERE t.partition_id = p.id AND t.end_offset <= p.last_offset
                AND t.created_at >= now() - make_interval(secs => p.win)
-             LIMIT $2::integer + 1) x
+             LIMIT $2::bigint + 1) x
 )
 SELECT p.last_offset, p.win, c.n, h.bases, h.times, h.hashes
   FROM p CROSS JOIN c
@@ -167,7 +167,7 @@ SELECT p.last_offset, p.win, c.n, h.bases, h.times, h.hashes
            array_agg(t.created_at ORDER BY t.end_offset) AS times,
            array_agg(t.hashes ORDER BY t.end_offset) AS hashes
       FROM queen.log_txns t
-     WHERE c.n <= $2::integer AND t.partition_id = p.id AND t.end_offset <= p.last_offset
+     WHERE c.n <= $2::bigint AND t.partition_id = p.id AND t.end_offset <= p.last_offset
        AND t.created_at >= now() - make_interval(secs => p.win)
   ) h ON true`
 
