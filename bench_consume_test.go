@@ -85,7 +85,7 @@ func prefill(b *testing.B, a *testApp, queue string, partitions, total int) load
 	clients := make([]*rawClient, workers)
 	bodies := make([][]byte, workers)
 	for i := range clients {
-		clients[i] = newRawClient(a)
+		clients[i] = newRawClient(a.URL)
 		defer clients[i].close()
 	}
 	res := runLoad(workers, time.Hour, func(w, _ int) (int, error) {
@@ -104,11 +104,7 @@ func prefill(b *testing.B, a *testApp, queue string, partitions, total int) load
 		}
 		body = append(body, `]}`...)
 		bodies[w] = body
-		code, err := clients[w].post("/api/v1/push", body)
-		if err == nil && code != http.StatusCreated {
-			err = fmt.Errorf("status %d", code)
-		}
-		if err != nil {
+		if err := clients[w].push(body); err != nil {
 			firstErr.CompareAndSwap(nil, &err)
 			return 0, errLoadDone
 		}
@@ -180,7 +176,7 @@ func BenchmarkPopAck(b *testing.B) {
 		clients := make([]*rawClient, consumers)
 		bufs := make([][]byte, consumers)
 		for i := range clients {
-			clients[i] = newRawClient(a)
+			clients[i] = newRawClient(a.URL)
 		}
 		var (
 			acked, empties atomic.Int64
@@ -273,7 +269,7 @@ func BenchmarkPushToPopLatency(b *testing.B) {
 		// Consumers park before the first push.
 		cons := make([]*rawClient, consumers)
 		for c := range cons {
-			cons[c] = newRawClient(a)
+			cons[c] = newRawClient(a.URL)
 			wg.Go(func() {
 				var buf []byte
 				var mine []time.Duration
@@ -306,7 +302,7 @@ func BenchmarkPushToPopLatency(b *testing.B) {
 		slots := make(chan slot, rate)
 		var sendWG sync.WaitGroup
 		for range senders {
-			c := newRawClient(a)
+			c := newRawClient(a.URL)
 			sendWG.Go(func() {
 				defer c.close()
 				var body []byte
@@ -318,8 +314,7 @@ func BenchmarkPushToPopLatency(b *testing.B) {
 					}
 					body = fmt.Appendf(body[:0], `{"items":[{"queue":%q,"partition":"p%d","transactionId":"m%d","payload":{"t":%d}}]}`,
 						queue, sl.i%partitions, sl.i, now.UnixNano())
-					code, err := c.post("/api/v1/push", body)
-					if err != nil || code != http.StatusCreated {
+					if err := c.push(body); err != nil {
 						sendErrs.Add(1)
 						continue
 					}

@@ -126,10 +126,10 @@ func runLoad(workers int, d time.Duration, op func(worker, seq int) (int, error)
 // goroutine sends requests; close may be called from any goroutine to end a parked one.
 type rawClient struct{ *load.Client }
 
-func newRawClient(a *testApp) *rawClient {
-	c, err := load.NewClient(a.URL, 0)
+func newRawClient(url string) *rawClient {
+	c, err := load.NewClient(url, 0)
 	if err != nil {
-		panic(err) // a.URL is the test broker's own http:// address
+		panic(err) // url is a test server's own http:// address
 	}
 	return &rawClient{c}
 }
@@ -138,6 +138,15 @@ func newRawClient(a *testApp) *rawClient {
 func (c *rawClient) post(path string, body []byte) (int, error) {
 	code, _, err := c.Do("POST", path, body)
 	return code, err
+}
+
+// push sends one push request and fails unless it was answered 201.
+func (c *rawClient) push(body []byte) error {
+	code, err := c.post("/api/v1/push", body)
+	if err == nil && code != http.StatusCreated {
+		err = fmt.Errorf("status %d", code)
+	}
+	return err
 }
 
 // do sends one request and returns the status code and the response body, valid until
@@ -178,18 +187,17 @@ func percentile(sorted []time.Duration, p float64) float64 {
 // as the broker's server is, with a push handler that reads the body, waits for a
 // simulated bundle commit (a ticker wakes every waiting handler at once, as a commit
 // does) and answers 201 with a result of the broker's size. Nothing else: no parsing, no
-// database. Its CPU per request, load generator included, is what any net/http broker
-// pays before doing any work.
+// database. Its CPU per request under the push benchmark's load generator is what any
+// net/http broker pays before doing any work.
 type httpFloor struct {
-	srv     *httptest.Server
-	clients []*rawClient
-	stop    chan struct{}
+	srv  *httptest.Server
+	stop chan struct{}
 }
 
 // floorCycle is the simulated commit period, close to fusion's on this machine (3 ms).
 const floorCycle = 3 * time.Millisecond
 
-func newHTTPFloor(b *testing.B, workers int) *httpFloor {
+func newHTTPFloor(b *testing.B) *httpFloor {
 	f := &httpFloor{stop: make(chan struct{})}
 	var mu sync.Mutex
 	bundle := make(chan struct{})
@@ -230,33 +238,9 @@ func newHTTPFloor(b *testing.B, workers int) *httpFloor {
 	}))
 	f.srv.Config.ReadHeaderTimeout, f.srv.Config.IdleTimeout = 10*time.Second, 2*time.Minute
 	f.srv.Start()
-	f.clients = make([]*rawClient, workers)
-	for i := range f.clients {
-		c, err := load.NewClient(f.srv.URL, 0)
-		if err != nil {
-			b.Fatal(err)
-		}
-		f.clients[i] = &rawClient{c}
-	}
 	b.Cleanup(func() {
-		for _, c := range f.clients {
-			c.close()
-		}
 		close(f.stop)
 		f.srv.Close()
 	})
 	return f
-}
-
-// run sends single-message pushes for d.
-func (f *httpFloor) run(d time.Duration) loadResult {
-	return runLoad(len(f.clients), d, func(w, seq int) (int, error) {
-		body := fmt.Appendf(nil, `{"items":[{"queue":"q","partition":"p%d","transactionId":"w%d-s%d","payload":%s}]}`,
-			seq%benchPartitions, w, seq, benchPayload(seq))
-		code, err := f.clients[w].post("/api/v1/push", body)
-		if err == nil && code != http.StatusCreated {
-			err = fmt.Errorf("status %d", code)
-		}
-		return 1, err
-	})
 }

@@ -2,7 +2,6 @@ package queen
 
 import (
 	"fmt"
-	"net/http"
 	"os"
 	"strconv"
 	"strings"
@@ -40,14 +39,14 @@ func BenchmarkPushAfterRestart(b *testing.B) {
 		db := pgtest.NewDatabase(b)
 		first := startAppWith(b, db, env)
 		fillHistory(b, first, queue, history)
-		fl := newFusionLoad(b, first, 64, 1, queue)
+		fl := newFusionLoad(b, first.URL, 64, 1, queue)
 		fl.run(-1, 3*time.Second)
 		steady := fl.run(-2, 5*time.Second).rate()
 		if err := first.stop(); err != nil {
 			b.Fatal(err)
 		}
 		second := startAppWith(b, db, env)
-		sl := newFusionLoad(b, second, 64, 1, queue)
+		sl := newFusionLoad(b, second.URL, 64, 1, queue)
 		var total loadResult
 		recovered := -1
 		rates := make([]string, secs)
@@ -84,7 +83,7 @@ func fillHistory(b *testing.B, a *testApp, queue string, history int) {
 	requests := benchPartitions / perRequest * history
 	clients := make([]*rawClient, 16)
 	for i := range clients {
-		clients[i] = newRawClient(a)
+		clients[i] = newRawClient(a.URL)
 	}
 	defer func() {
 		for _, c := range clients {
@@ -107,11 +106,7 @@ func fillHistory(b *testing.B, a *testApp, queue string, history int) {
 				queue, first+i, n, i, benchPayload(n))
 		}
 		body = append(body, `]}`...)
-		code, err := clients[w].post("/api/v1/push", body)
-		if err == nil && code != http.StatusCreated {
-			err = fmt.Errorf("status %d", code)
-		}
-		return perRequest, err
+		return perRequest, clients[w].push(body)
 	})
 	if res.errors > 0 {
 		b.Fatalf("filling the history: %d errors", res.errors)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"net/http"
 	"os"
 	"runtime"
 	"strconv"
@@ -101,11 +100,11 @@ type fusionLoad struct {
 	workers, batch int
 }
 
-func newFusionLoad(b *testing.B, a *testApp, workers, batch int, queue string) *fusionLoad {
+func newFusionLoad(b *testing.B, url string, workers, batch int, queue string) *fusionLoad {
 	f := &fusionLoad{clients: make([]*rawClient, workers), bodies: make([][]byte, workers),
 		queue: queue, workers: workers, batch: batch}
 	for i := range f.clients {
-		f.clients[i] = newRawClient(a)
+		f.clients[i] = newRawClient(url)
 	}
 	b.Cleanup(func() {
 		for _, c := range f.clients {
@@ -131,12 +130,8 @@ func (f *fusionLoad) run(round int, d time.Duration) loadResult {
 		}
 		body = append(body, `]}`...)
 		f.bodies[w] = body
-		code, err := f.clients[w].post("/api/v1/push", body)
-		if err != nil {
+		if err := f.clients[w].push(body); err != nil {
 			return 0, err
-		}
-		if code != http.StatusCreated {
-			return 0, fmt.Errorf("status %d", code)
 		}
 		return f.batch, nil
 	})
@@ -183,7 +178,7 @@ func BenchmarkPushFusion(b *testing.B) {
 				a := startApp(b, env)
 				baseDB := pgtest.NewDatabase(b)
 				bl := newBaseline(b, baseDB, sc.workers, sc.batch)
-				fl := newFusionLoad(b, a, sc.workers, sc.batch, "bench-"+sc.name)
+				fl := newFusionLoad(b, a.URL, sc.workers, sc.batch, "bench-"+sc.name)
 				// One checkpoint, before everything, and none between slices: right after
 				// a checkpoint every page's first change writes a full-page image to the
 				// WAL, and fusion changes many more distinct pages (the index leaves of
@@ -236,9 +231,9 @@ func BenchmarkPushFusion(b *testing.B) {
 					// The HTTP layer's floor, measured after the rounds, on the same
 					// machine: what net/http and the load generator cost per request
 					// before the broker does any work.
-					hf := newHTTPFloor(b, sc.workers)
-					hf.run(time.Second)
-					floor := hf.run(slice)
+					hl := newFusionLoad(b, newHTTPFloor(b).srv.URL, sc.workers, 1, "bench-floor")
+					hl.run(-1, time.Second)
+					floor := hl.run(0, slice)
 					flm, flg := floor.cpuPerMsg()
 					b.ReportMetric(flg, "http-floor-cpu-µs/req")
 					b.Logf("%s: HTTP floor (net/http, a handler that only waits %v for a simulated commit): %.0f req/s, %.0f µs of this process's CPU per request (%.0f µs machine-wide, %d errors)",
