@@ -142,34 +142,34 @@ func (s *Store) EncryptionEnabled(ctx context.Context, tenant, queue string) (bo
 }
 
 // recentHashesSQL reads a partition's dedup history in one statement, hence one
-// snapshot: the hash rows are exactly those at or below the last offset it reports. The
-// rows are counted first (LIMIT max + 1; they are small and hot) and shipped only when
-// they fit, so a history too large for the cache costs no transfer. One round trip
-// matters: after a restart the reads run while cold partitions make pushes probe their
-// whole window, and a read that waits on four round trips of a busy server keeps those
-// probes going longer.
+// snapshot: the hash rows are exactly those at or below the last offset it reports. It
+// reads at most max + 1 rows, each once, and ships them only when they fit, so a
+// history too large for the cache costs no transfer. One round trip matters: after a
+// restart the reads run while cold partitions make pushes probe their whole window, and
+// a read that waits on several round trips of a busy server keeps those probes going
+// longer.
 const recentHashesSQL = `
 WITH p AS (
     SELECT lp.id, lp.last_offset, q.dedup_window_seconds AS win
       FROM queen.log_partitions lp JOIN queen.queues q ON q.id = lp.queue_id
      WHERE lp.id = $1::uuid
-), c AS (
-    SELECT count(*) AS n
-      FROM (SELECT 1 FROM p, queen.log_txns t
-             WHERE t.partition_id = p.id AND t.end_offset <= p.last_offset
-               AND t.created_at >= now() - make_interval(secs => p.win)
-             LIMIT $2::bigint + 1) x
-)
-SELECT p.last_offset, p.win, c.n, h.bases, h.times, h.hashes
-  FROM p CROSS JOIN c
-  LEFT JOIN LATERAL (
-    SELECT array_agg(t.base_offset ORDER BY t.end_offset) AS bases,
-           array_agg(t.created_at ORDER BY t.end_offset) AS times,
-           array_agg(t.hashes ORDER BY t.end_offset) AS hashes
-      FROM queen.log_txns t
-     WHERE c.n <= $2::bigint AND t.partition_id = p.id AND t.end_offset <= p.last_offset
+), r AS (
+    SELECT t.end_offset, t.base_offset, t.created_at, t.hashes
+      FROM p, queen.log_txns t
+     WHERE t.partition_id = p.id AND t.end_offset <= p.last_offset
        AND t.created_at >= now() - make_interval(secs => p.win)
-  ) h ON true`
+     ORDER BY t.end_offset
+     LIMIT $2::bigint + 1
+)
+SELECT p.last_offset, p.win, count(r.end_offset),
+       CASE WHEN count(r.end_offset) <= $2::bigint THEN
+            array_agg(r.base_offset ORDER BY r.end_offset) FILTER (WHERE r.end_offset IS NOT NULL) END,
+       CASE WHEN count(r.end_offset) <= $2::bigint THEN
+            array_agg(r.created_at ORDER BY r.end_offset) FILTER (WHERE r.end_offset IS NOT NULL) END,
+       CASE WHEN count(r.end_offset) <= $2::bigint THEN
+            array_agg(r.hashes ORDER BY r.end_offset) FILTER (WHERE r.end_offset IS NOT NULL) END
+  FROM p LEFT JOIN r ON true
+ GROUP BY p.last_offset, p.win`
 
 // RecentHashes implements ports.SegmentStore (see recentHashesSQL).
 func (s *Store) RecentHashes(ctx context.Context, partitionID string, maxSegments int) (ports.RecentHashes, error) {
