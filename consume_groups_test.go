@@ -3,6 +3,7 @@ package queen
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"net/url"
 	"slices"
 	"strings"
@@ -84,7 +85,7 @@ func TestGroupsFanOutQueueModeCompetes(t *testing.T) {
 
 func TestSubscriptions(t *testing.T) {
 	t.Parallel()
-	a := startApp(t, nil) // DEFAULT_SUBSCRIPTION_MODE is new
+	a := startApp(t, nil) // DEFAULT_SUBSCRIPTION_MODE is all
 	db := openPushLogDB(t, a)
 
 	// Where a named group starts on a backlog of b-0, b-1 pushed before its first pop;
@@ -93,7 +94,7 @@ func TestSubscriptions(t *testing.T) {
 		name, query string
 		first       []string // nil = 204
 	}{
-		{"default is new", "", nil},
+		{"default is all", "", []string{"b-0", "b-1"}},
 		{"new skips the backlog", "&subscriptionMode=new", nil},
 		{"new-only", "&subscriptionMode=new-only", nil},
 		{"new_only", "&subscriptionMode=new_only", nil},
@@ -171,9 +172,9 @@ func TestSubscriptions(t *testing.T) {
 	t.Run("new: the first pop of an empty queue subscribes the group", func(t *testing.T) {
 		t.Parallel()
 		for _, queue := range []string{"sub-empty-wild", "sub-empty-pinned"} {
-			path := "/api/v1/pop/queue/" + queue + "?consumerGroup=g"
+			path := "/api/v1/pop/queue/" + queue + "?consumerGroup=g&subscriptionMode=new"
 			if strings.HasSuffix(queue, "pinned") {
-				path = "/api/v1/pop/queue/" + queue + "/partition/p?consumerGroup=g"
+				path = "/api/v1/pop/queue/" + queue + "/partition/p?consumerGroup=g&subscriptionMode=new"
 			}
 			a.popEmpty(t, path)
 			a.pushN(t, queue, "p", "n", 2)
@@ -198,10 +199,70 @@ func TestSubscriptions(t *testing.T) {
 	})
 }
 
-func TestSubscriptionDefaultAll(t *testing.T) {
+func TestSubscriptionDefaultNew(t *testing.T) {
 	t.Parallel()
-	a := startApp(t, map[string]string{"DEFAULT_SUBSCRIPTION_MODE": "all"})
+	a := startApp(t, map[string]string{"DEFAULT_SUBSCRIPTION_MODE": "new"})
 	a.pushN(t, "backlog", "p", "b", 2)
-	wantTxns(t, a.popMust(t, "/api/v1/pop/queue/backlog?consumerGroup=g"), "b-0", "b-1")
-	a.popEmpty(t, "/api/v1/pop/queue/backlog?consumerGroup=h&subscriptionMode=new")
+	a.popEmpty(t, "/api/v1/pop/queue/backlog?consumerGroup=g")
+	a.pushN(t, "backlog", "p", "n", 1)
+	wantTxns(t, a.popMust(t, "/api/v1/pop/queue/backlog?consumerGroup=g"), "n-0")
+	// A pop's own subscriptionMode still wins over the operator's default.
+	wantTxns(t, a.popMust(t, "/api/v1/pop/queue/backlog?batch=10&consumerGroup=h&subscriptionMode=all"), "b-0", "b-1", "n-0")
+}
+
+// TestNewGroupReadsTheBacklog: with the default subscription mode, a consumer group
+// that first pops after the producer receives what was already there, whichever way it
+// pops (issue 13: Queen's clients and examples push first and consume second).
+func TestNewGroupReadsTheBacklog(t *testing.T) {
+	t.Parallel()
+	a := startApp(t, nil)
+	backlog := func(t *testing.T, queue string) {
+		t.Helper()
+		a.pushN(t, queue, "p", "b", 3)
+	}
+	tests := []struct {
+		name, queue, path string
+	}{
+		{"wildcard", "bl-wild", "/api/v1/pop/queue/bl-wild?batch=10&consumerGroup=g"},
+		{"partition", "bl-pinned", "/api/v1/pop/queue/bl-pinned/partition/p?batch=10&consumerGroup=g"},
+		{"discovery", "blns.bltask.q", "/api/v1/pop?namespace=blns&task=bltask&batch=10&consumerGroup=g"},
+		{"long poll", "bl-wait", "/api/v1/pop/queue/bl-wait?batch=10&consumerGroup=g&wait=true&timeout=30000"},
+		{"long poll, partition", "bl-wait-p", "/api/v1/pop/queue/bl-wait-p/partition/p?batch=10&consumerGroup=g&wait=true&timeout=30000"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			backlog(t, tt.queue)
+			start := time.Now()
+			p := a.popMust(t, tt.path)
+			wantTxns(t, p, "b-0", "b-1", "b-2")
+			// A long poll answers at once: the backlog is deliverable, nothing to wait for.
+			if d := time.Since(start); d > 10*time.Second {
+				t.Fatalf("backlog delivered after %v", d)
+			}
+			a.ackAll(t, p, "")
+			// Every group has its own cursor: a second new group reads the same backlog.
+			p2 := a.popMust(t, strings.Replace(tt.path, "consumerGroup=g", "consumerGroup=g2", 1))
+			wantTxns(t, p2, "b-0", "b-1", "b-2")
+		})
+	}
+
+	t.Run("a transaction acks for a new group", func(t *testing.T) {
+		t.Parallel()
+		backlog(t, "bl-txn")
+		p := a.popMust(t, "/api/v1/pop/queue/bl-txn?batch=10&consumerGroup=g")
+		wantTxns(t, p, "b-0", "b-1", "b-2")
+		last := p.Messages[len(p.Messages)-1]
+		code, r := a.txn(t, map[string]any{"operations": []any{
+			map[string]any{"type": "ack", "transactionId": last.TransactionID, "partitionId": last.PartitionID,
+				"leaseId": last.LeaseID, "consumerGroup": "g"},
+			map[string]any{"type": "push", "items": []any{map[string]any{"queue": "bl-txn-out", "payload": 1}}},
+		}})
+		if code != http.StatusOK || !r.Success || len(r.Results) != 2 || !r.Results[0].Success {
+			t.Fatalf("transaction: %d %+v", code, r)
+		}
+		// The group's cursor moved past the whole backlog; queue mode still has it all.
+		a.popEmpty(t, "/api/v1/pop/queue/bl-txn?batch=10&consumerGroup=g")
+		wantTxns(t, a.popMust(t, "/api/v1/pop/queue/bl-txn?batch=10"), "b-0", "b-1", "b-2")
+	})
 }

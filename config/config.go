@@ -62,7 +62,7 @@ type Config struct {
 	// Pop path.
 
 	PopTimeout       time.Duration `env:"DEFAULT_TIMEOUT" alias:"POP_DEFAULT_TIMEOUT_MS" envDefault:"30000" min:"0" section:"Pop path" help:"Long-poll deadline of pops that give no timeout, in milliseconds; POP_DEFAULT_TIMEOUT_MS is read when DEFAULT_TIMEOUT is unset."`
-	SubscriptionMode string        `env:"DEFAULT_SUBSCRIPTION_MODE" envDefault:"new" oneof:"new,all" section:"Pop path" help:"Where a named consumer group starts on a partition it has never read when the pop gives no subscriptionMode: new (after the messages already there) or all (from the oldest retained message)."`
+	SubscriptionMode string        `env:"DEFAULT_SUBSCRIPTION_MODE" envDefault:"all" oneof:"all,new" section:"Pop path" help:"Where a new named consumer group starts when its pop gives no subscriptionMode: all (from the oldest retained message, so a group created after the producer still reads the backlog) or new (after the messages already there, the newest Queen default)."`
 	PollInitial      time.Duration `env:"POP_WAIT_INITIAL_INTERVAL_MS" envDefault:"100" min:"1" section:"Pop path" help:"Re-check interval of a parked long-poll pop that no commit woke, in milliseconds."`
 	PollThreshold    int           `env:"POP_WAIT_BACKOFF_THRESHOLD" envDefault:"3" min:"1" section:"Pop path" help:"Empty re-checks before the long-poll interval starts growing."`
 	PollMultiplier   float64       `env:"POP_WAIT_BACKOFF_MULTIPLIER" envDefault:"2.0" min:"1" max:"100" section:"Pop path" help:"Growth factor of the long-poll interval after the threshold (interval x empties x factor)."`

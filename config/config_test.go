@@ -40,7 +40,7 @@ func defaults() Config {
 		VegasAlpha:       3,
 		VegasBeta:        6,
 		PopTimeout:       30 * time.Second,
-		SubscriptionMode: "new",
+		SubscriptionMode: "all",
 		PollInitial:      100 * time.Millisecond,
 		PollThreshold:    3,
 		PollMultiplier:   2,

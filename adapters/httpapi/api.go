@@ -63,7 +63,7 @@ func New(svc Services, opts Options) http.Handler {
 		opts.Pop.Timeout = 30 * time.Second
 	}
 	if opts.Pop.SubscriptionMode == "" {
-		opts.Pop.SubscriptionMode = "new"
+		opts.Pop.SubscriptionMode = ports.SubscribeAll
 	}
 	if opts.PoolStats == nil {
 		opts.PoolStats = func() (int32, int32, int32) { return 0, 0, 0 }

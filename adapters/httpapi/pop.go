@@ -19,7 +19,7 @@ import (
 // PopDefaults are the pop parameters a request may omit (api.md §5.2, §6.2).
 type PopDefaults struct {
 	Timeout          time.Duration // DEFAULT_TIMEOUT
-	SubscriptionMode string        // DEFAULT_SUBSCRIPTION_MODE: "new" or "all"
+	SubscriptionMode string        // DEFAULT_SUBSCRIPTION_MODE: "all" (default) or "new"
 }
 
 // timeFormat is the wire form of message and lease timestamps: UTC, microseconds.
@@ -217,7 +217,7 @@ func parseSubscription(q url.Values, def string, req *ports.PopRequest) error {
 	mode, given := q["subscriptionMode"]
 	switch {
 	case !given:
-		if def == "new" {
+		if def == ports.SubscribeNew {
 			req.SubscribeMode = ports.SubscribeNew
 		}
 	case mode[0] == "new" || mode[0] == "new-only" || mode[0] == "new_only" || mode[0] == "newonly":
