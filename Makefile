@@ -7,7 +7,7 @@ WIRE  := $(GO) run github.com/google/wire/cmd/wire@v0.7.0
 QUEEN_BENCH_SECONDS ?= 10
 export QUEEN_BENCH_SECONDS
 
-.PHONY: all build lambda run test bench bench-consume bench-restart bench-pipeline generate vet clean
+.PHONY: all build lambda run test bench bench-consume bench-ack bench-restart bench-pipeline generate vet clean
 
 all: build
 
@@ -42,6 +42,11 @@ bench:
 # under a paced producer (docs/benchmarks.md).
 bench-consume:
 	$(GO) test -run '^$$' -bench 'PopAck|PushToPop' -benchtime 1x -timeout 30m .
+
+# One ack/batch call by its size (10 to 5,000 items) and layout: µs per item must stay flat
+# (docs/benchmarks.md).
+bench-ack:
+	$(GO) test -run '^$$' -bench AckBatch -benchtime 3x -timeout 30m .
 
 # Pushes right after a broker restart, against the steady rate before it: how long the
 # new broker's empty dedup cache makes pushes probe whole windows (QUEEN_BENCH_HISTORY

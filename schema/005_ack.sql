@@ -26,6 +26,71 @@ LANGUAGE sql STABLE AS $$
           ORDER BY 1 DESC LIMIT 1))
 $$;
 
+-- log_match_v1 pairs acked transaction-id hashes with the offsets that carry them.
+-- p_offs/p_offh are candidate offsets and their hashes (parallel, any order); p_items are
+-- item indexes into p_hashes, ascending (input order). The k-th item naming a hash gets
+-- that hash's k-th copy in offset order, or the last copy when there are fewer copies;
+-- with p_newest every item gets the last (newest) copy. Items whose hash has no copy are
+-- left out.
+--
+-- There is no join: both sides are sorted together by hash and window functions pick
+-- each item's copy, so the cost is one sort of items plus offsets whatever the planner
+-- estimates. (A generic plan estimates an unnested parameter after a filter at one row
+-- and joins it with a nested loop that rescans every offset once per item.)
+CREATE OR REPLACE FUNCTION queen.log_match_v1(p_offs bigint[], p_offh bytea[], p_items integer[],
+                                              p_hashes bytea[], p_newest boolean)
+RETURNS TABLE (i integer, off bigint)
+LANGUAGE sql IMMUTABLE AS $$
+    SELECT s.i, s.pick FROM (
+        SELECT r.kind, r.i, r.n,
+               nth_value(r.off, greatest(CASE WHEN p_newest THEN r.n ELSE least(r.rn, r.n) END, 1)::integer)
+                   OVER (PARTITION BY r.h ORDER BY r.kind, r.ord
+                         ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING) AS pick
+          FROM (SELECT e.kind, e.ord, e.off, e.h, e.i,
+                       row_number() OVER (PARTITION BY e.h, e.kind ORDER BY e.ord) AS rn,
+                       count(*) FILTER (WHERE e.kind = 0) OVER (PARTITION BY e.h) AS n
+                  FROM (SELECT 0 AS kind, o.off AS ord, o.off, o.h, NULL::integer AS i
+                          FROM unnest(p_offs, p_offh) AS o(off, h)
+                        UNION ALL
+                        SELECT 1, it.i, NULL, p_hashes[it.i], it.i
+                          FROM unnest(p_items) AS it(i)) e) r) s
+     WHERE s.kind = 1 AND s.n > 0
+$$;
+
+-- log_span_hashes_v1 expands partition p_pid's hash sidecar over the offsets
+-- (p_after, p_last]: one row per offset with its transaction-id hash. Each sidecar row is
+-- read and detoasted once (the fenced subquery materialises it), not once per frame.
+CREATE OR REPLACE FUNCTION queen.log_span_hashes_v1(p_pid uuid, p_after bigint, p_last bigint)
+RETURNS TABLE (off bigint, h bytea)
+LANGUAGE sql STABLE AS $$
+    SELECT t.base_offset + k, substring(t.hashes FROM k * 16 + 1 FOR 16)
+      FROM (SELECT t.base_offset, t.end_offset, t.hashes || '\x'::bytea AS hashes
+              FROM queen.log_txns t
+             WHERE t.partition_id = p_pid AND t.end_offset > p_after AND t.base_offset <= p_last
+            OFFSET 0) t
+     CROSS JOIN LATERAL generate_series(greatest(p_after + 1 - t.base_offset, 0)::integer,
+                                        (least(p_last, t.end_offset) - t.base_offset)::integer) AS k
+$$;
+
+-- log_window_hashes_v1 expands what log_resolve_v1 searches: every offset of the
+-- sidecar rows ending after p_after, and of those ending at or before it created in the
+-- last p_window seconds.
+CREATE OR REPLACE FUNCTION queen.log_window_hashes_v1(p_pid uuid, p_after bigint, p_window integer)
+RETURNS TABLE (off bigint, h bytea)
+LANGUAGE sql STABLE AS $$
+    SELECT t.base_offset + k, substring(t.hashes FROM k * 16 + 1 FOR 16)
+      FROM (SELECT t.base_offset, t.end_offset, t.hashes || '\x'::bytea AS hashes
+              FROM queen.log_txns t
+             WHERE t.partition_id = p_pid AND t.end_offset > p_after
+            UNION ALL
+            SELECT t.base_offset, t.end_offset, t.hashes || '\x'::bytea
+              FROM queen.log_txns t
+             WHERE t.partition_id = p_pid AND t.end_offset <= p_after
+               AND t.created_at >= clock_timestamp() - make_interval(secs => p_window)
+            OFFSET 0) t
+     CROSS JOIN LATERAL generate_series(0, (t.end_offset - t.base_offset)::integer) AS k
+$$;
+
 -- log_ack_v1 applies acknowledgements. Items are parallel arrays; status is one of
 -- 'completed', 'failed', 'retry', 'dlq' (the broker normalises the wire value). Items are
 -- applied per (partition, group) in ascending partition id (the global lock order), each
@@ -35,6 +100,11 @@ $$;
 -- raises instead of being reported, rolling back the caller's transaction. p_hint is the
 -- transaction's single unambiguous lease hint, checked for acks without their own lease
 -- when the row has no live holder.
+--
+-- Cost: every step is linear in the items (or one sort of them), never items times
+-- groups or items times offsets: items are grouped once by (partition, group), each
+-- group's delivered span is expanded once (each hash sidecar row read and detoasted
+-- once) and matched by log_match_v1.
 CREATE OR REPLACE FUNCTION queen.log_ack_v1(
     p_pids     uuid[],
     p_groups   text[],
@@ -57,6 +127,7 @@ DECLARE
     v_dlq      boolean[];
     v_noop     boolean[];
     v_off      bigint[];
+    v_fenced   boolean[];
     g          record;
     c          record;
     q          record;
@@ -64,6 +135,7 @@ DECLARE
     v_live     boolean;
     v_lease    uuid;
     v_valid    integer[];
+    v_left     integer[];
     v_hc       bigint;
     v_sig      bigint;
     v_sig_kind text;
@@ -73,9 +145,9 @@ DECLARE
     v_retry    integer;
     v_to_dlq   boolean;
     v_now      timestamptz := clock_timestamp();
-    v_span_idx integer[];
-    v_span_off bigint[];
-    v_k        integer;
+    v_offs     bigint[];
+    v_offh     bytea[];
+    m          record;
 BEGIN
     IF coalesce(cardinality(p_groups), 0) <> v_n OR coalesce(cardinality(p_hashes), 0) <> v_n
        OR coalesce(cardinality(p_txn_ids), 0) <> v_n OR coalesce(cardinality(p_statuses), 0) <> v_n
@@ -88,17 +160,19 @@ BEGIN
     v_dlq := array_fill(false, ARRAY[v_n]);
     v_noop := array_fill(false, ARRAY[v_n]);
     v_off := array_fill(NULL::bigint, ARRAY[v_n]);
+    v_fenced := array_fill(false, ARRAY[v_n]);
 
-    FOR g IN SELECT DISTINCT u.pid, u.grp FROM unnest(p_pids, p_groups) AS u(pid, grp) ORDER BY 1, 2 LOOP
+    -- One row per (partition, group) with its items in input order.
+    FOR g IN SELECT u.pid, u.grp, array_agg(u.i::integer ORDER BY u.i) AS items
+               FROM unnest(p_pids, p_groups) WITH ORDINALITY AS u(pid, grp, i)
+              GROUP BY u.pid, u.grp ORDER BY 1, 2 LOOP
         SELECT lc.committed, lc.batch_end, lc.lease_id, lc.lease_expires_at, lc.retry_count
           INTO c FROM queen.log_consumers lc
          WHERE lc.partition_id = g.pid AND lc.consumer_group = g.grp
            FOR UPDATE;
         IF NOT FOUND THEN
-            FOR v_i IN 1 .. v_n LOOP
-                IF p_pids[v_i] = g.pid AND p_groups[v_i] = g.grp THEN
-                    v_err[v_i] := 'consumer not found';
-                END IF;
+            FOREACH v_i IN ARRAY g.items LOOP
+                v_err[v_i] := 'consumer not found';
             END LOOP;
             IF p_strict THEN
                 RAISE EXCEPTION 'QTXN ack references unknown transactionId; transaction rolled back (no consumer for partition % group %)', g.pid, g.grp
@@ -112,51 +186,55 @@ BEGIN
          WHERE lp.id = g.pid;
         v_live := c.lease_id IS NOT NULL AND c.lease_expires_at > v_now;
 
-        -- Resolve the items of the delivered span (the common case) with one hash join
-        -- over its hash sidecar rows: per-item probes rescan every segment after the
-        -- cursor, which costs O(backlog) per item on a deep partition. The rest (below
-        -- the cursor, or unknown) go through log_resolve_v1 in the item loop.
-        -- A transactionId pushed again after the dedup window (or with dedup off) can
-        -- occur several times in the span: the n-th item of this call naming it gets its
-        -- n-th copy after the cursor (the last one when there are fewer copies). Taking
-        -- the newest copy instead would let an ack of the first copy complete everything
-        -- up to the later one, and a failure of the first copy complete the message
-        -- itself, unseen.
+        -- Resolve the items of the delivered span (the common case) in one pass over its
+        -- hash sidecar rows. A transactionId pushed again after the dedup window (or with
+        -- dedup off) can occur several times in the span: the n-th item of this call
+        -- naming it gets its n-th copy after the cursor (the last one when there are
+        -- fewer copies). Taking the newest copy instead would let an ack of the first
+        -- copy complete everything up to the later one, and a failure of the first copy
+        -- complete the message itself, unseen.
         IF c.batch_end > c.committed THEN
-            SELECT array_agg(m.i), array_agg(m.off) INTO v_span_idx, v_span_off FROM (
-                SELECT it.i, x.off, it.rn,
-                       row_number() OVER (PARTITION BY it.i ORDER BY x.off) AS cn,
-                       count(*) OVER (PARTITION BY it.i) AS n
-                  FROM (SELECT u.i::integer AS i, u.h, row_number() OVER (PARTITION BY u.h ORDER BY u.i) AS rn
-                          FROM unnest(p_pids, p_groups, p_hashes) WITH ORDINALITY AS u(pid, grp, h, i)
-                         WHERE u.pid = g.pid AND u.grp = g.grp) it
-                  JOIN (SELECT t.base_offset + s.k AS off, substring(t.hashes FROM s.k * 16 + 1 FOR 16) AS h
-                          FROM queen.log_txns t
-                         CROSS JOIN LATERAL generate_series(0, (t.end_offset - t.base_offset)::integer) AS s(k)
-                         WHERE t.partition_id = g.pid AND t.end_offset > c.committed
-                           AND t.base_offset <= c.batch_end) x ON x.h = it.h
-                 WHERE x.off > c.committed AND x.off <= c.batch_end) m
-             WHERE m.cn = least(m.rn, m.n);
-            FOR v_k IN 1 .. coalesce(cardinality(v_span_idx), 0) LOOP
-                v_off[v_span_idx[v_k]] := v_span_off[v_k];
+            SELECT array_agg(x.off), array_agg(x.h) INTO v_offs, v_offh
+              FROM queen.log_span_hashes_v1(g.pid, c.committed, c.batch_end) x;
+            FOR m IN SELECT * FROM queen.log_match_v1(v_offs, v_offh, g.items, p_hashes, false) LOOP
+                v_off[m.i] := m.off;
             END LOOP;
         END IF;
 
-        -- Per item: fence, resolve, classify. Valid items are inside the delivered span.
-        v_valid := '{}';
-        FOR v_i IN 1 .. v_n LOOP
-            CONTINUE WHEN p_pids[v_i] <> g.pid OR p_groups[v_i] <> g.grp;
+        -- Fence, then resolve what the span did not hold (below the cursor, beyond the
+        -- span, or unknown): newest copy first, in the resolution window. A few items
+        -- are probed one by one (each probe skips segments without the hash); many are
+        -- matched in one pass over the window's hash rows instead of one pass each.
+        v_left := '{}';
+        FOREACH v_i IN ARRAY g.items LOOP
             v_lease := coalesce(p_leases[v_i], CASE WHEN NOT v_live THEN p_hint END);
-            IF v_lease IS NOT NULL AND (NOT v_live OR c.lease_id <> v_lease) THEN
+            v_fenced[v_i] := v_lease IS NOT NULL AND (NOT v_live OR c.lease_id <> v_lease);
+            IF NOT v_fenced[v_i] AND v_off[v_i] IS NULL THEN
+                v_left := v_left || v_i;
+            END IF;
+        END LOOP;
+        IF cardinality(v_left) > 16 THEN
+            SELECT array_agg(x.off), array_agg(x.h) INTO v_offs, v_offh
+              FROM queen.log_window_hashes_v1(g.pid, c.committed, q.res_window) x;
+            FOR m IN SELECT * FROM queen.log_match_v1(v_offs, v_offh, v_left, p_hashes, true) LOOP
+                v_off[m.i] := m.off;
+            END LOOP;
+        ELSE
+            FOREACH v_i IN ARRAY v_left LOOP
+                v_off[v_i] := queen.log_resolve_v1(g.pid, p_hashes[v_i], c.committed, q.res_window);
+            END LOOP;
+        END IF;
+
+        -- Per item, in input order: classify. Valid items are inside the delivered span.
+        v_valid := '{}';
+        FOREACH v_i IN ARRAY g.items LOOP
+            IF v_fenced[v_i] THEN
                 v_err[v_i] := 'invalid or expired lease';
                 IF p_strict THEN
                     RAISE EXCEPTION 'QLEASE invalid or expired lease for transactionId %; transaction rolled back', p_txn_ids[v_i]
                         USING ERRCODE = 'P0001';
                 END IF;
-                CONTINUE;
-            END IF;
-            v_off[v_i] := coalesce(v_off[v_i], queen.log_resolve_v1(g.pid, p_hashes[v_i], c.committed, q.res_window));
-            IF v_off[v_i] IS NULL THEN
+            ELSIF v_off[v_i] IS NULL THEN
                 v_err[v_i] := 'transactionId not found in partition';
                 IF p_strict THEN
                     RAISE EXCEPTION 'QTXN ack references unknown transactionId %; transaction rolled back', p_txn_ids[v_i]
