@@ -41,32 +41,38 @@ const (
 // Has reports whether the set o contains every option of x.
 func (o QueueOption) Has(x QueueOption) bool { return o&x == x }
 
-// QueueConfig is a queue's identity and the value of every option. Integer options are
-// stored as PostgreSQL integers: callers keep them within int32.
+// QueueConfig is a queue's identity and the value of every option.
 type QueueConfig struct {
-	ID   string // assigned by the store
-	Name string
+	ID        string // assigned by the store
+	Name      string
+	Namespace string
+	Task      string
+	QueueOptions
+}
 
-	Namespace, Task             string
-	Priority                    int
-	LeaseTime                   int // seconds
-	RetryLimit                  int
-	RetryDelay                  int // milliseconds
-	MaxSize                     int
-	TTL                         int // seconds
-	DeadLetterQueue             bool
-	DLQAfterMaxRetries          bool
-	DelayedProcessing           int // seconds
-	WindowBuffer                int // seconds
-	RetentionSeconds            int
-	CompletedRetentionSeconds   int
-	RetentionEnabled            bool
-	EncryptionEnabled           bool
-	MaxWaitTimeSeconds          int
-	MinPopWaitTime              int // milliseconds
-	DedupWindowSeconds          int
-	RetentionSinkHold           string
-	RetentionSinkHoldMaxSeconds int
+// QueueOptions are a queue's tunable options (api.md §5.6) other than its namespace and
+// task, under their wire names: a configure answer carries them as its "options" object.
+// Integer options are stored as PostgreSQL integers: callers keep them within int32.
+type QueueOptions struct {
+	Priority                    int    `json:"priority"`
+	LeaseTime                   int    `json:"leaseTime"` // seconds
+	RetryLimit                  int    `json:"retryLimit"`
+	RetryDelay                  int    `json:"retryDelay"` // milliseconds
+	MaxSize                     int    `json:"maxSize"`
+	TTL                         int    `json:"ttl"` // seconds
+	DeadLetterQueue             bool   `json:"deadLetterQueue"`
+	DLQAfterMaxRetries          bool   `json:"dlqAfterMaxRetries"`
+	DelayedProcessing           int    `json:"delayedProcessing"` // seconds
+	WindowBuffer                int    `json:"windowBuffer"`      // seconds
+	RetentionSeconds            int    `json:"retentionSeconds"`
+	CompletedRetentionSeconds   int    `json:"completedRetentionSeconds"`
+	RetentionEnabled            bool   `json:"retentionEnabled"`
+	EncryptionEnabled           bool   `json:"encryptionEnabled"`
+	MaxWaitTimeSeconds          int    `json:"maxWaitTimeSeconds"`
+	MinPopWaitTime              int    `json:"minPopWaitTime"` // milliseconds
+	DedupWindowSeconds          int    `json:"dedupWindowSeconds"`
+	RetentionSinkHold           string `json:"retentionSinkHold"`
+	RetentionSinkHoldMaxSeconds int    `json:"retentionSinkHoldMaxSeconds"`
 }
 
 // DeadLetterFilter selects dead letters; empty strings select everything.

@@ -75,6 +75,9 @@ type AckResult struct {
 	LeaseReleased bool
 	DLQ           bool
 	Noop          bool // completed ack of an already committed message
+	// Queue and Partition name the item's partition; "" when the store found no
+	// consumer of it (a partition id that names nothing, or a group that never popped).
+	Queue, Partition string
 }
 
 // ConsumeStore claims spans and applies acknowledgements.

@@ -91,7 +91,8 @@ LANGUAGE sql STABLE AS $$
      CROSS JOIN LATERAL generate_series(0, (t.end_offset - t.base_offset)::integer) AS k
 $$;
 
--- log_ack_v1 applies acknowledgements. Items are parallel arrays; status is one of
+-- log_ack_v2 applies acknowledgements (v1 answered without the queue and partition names;
+-- databases shared with older brokers keep it for them). Items are parallel arrays; status is one of
 -- 'completed', 'failed', 'retry', 'dlq' (the broker normalises the wire value). Items are
 -- applied per (partition, group) in ascending partition id (the global lock order), each
 -- under that consumer row's lock. One result row per item, in input order.
@@ -105,7 +106,7 @@ $$;
 -- groups or items times offsets: items are grouped once by (partition, group), each
 -- group's delivered span is expanded once (each hash sidecar row read and detoasted
 -- once) and matched by log_match_v1.
-CREATE OR REPLACE FUNCTION queen.log_ack_v1(
+CREATE OR REPLACE FUNCTION queen.log_ack_v2(
     p_pids     uuid[],
     p_groups   text[],
     p_hashes   bytea[],
@@ -115,7 +116,8 @@ CREATE OR REPLACE FUNCTION queen.log_ack_v1(
     p_errors   text[],
     p_strict   boolean DEFAULT false,
     p_hint     uuid DEFAULT NULL
-) RETURNS TABLE (idx integer, ok boolean, err text, released boolean, dlq boolean, noop boolean)
+) RETURNS TABLE (idx integer, ok boolean, err text, released boolean, dlq boolean, noop boolean,
+                queue_name text, partition_name text)
 LANGUAGE plpgsql
 SET plan_cache_mode = force_generic_plan
 AS $$
@@ -126,6 +128,8 @@ DECLARE
     v_rel      boolean[];
     v_dlq      boolean[];
     v_noop     boolean[];
+    v_qname    text[];
+    v_pname    text[];
     v_off      bigint[];
     v_fenced   boolean[];
     g          record;
@@ -152,13 +156,15 @@ BEGIN
     IF coalesce(cardinality(p_groups), 0) <> v_n OR coalesce(cardinality(p_hashes), 0) <> v_n
        OR coalesce(cardinality(p_txn_ids), 0) <> v_n OR coalesce(cardinality(p_statuses), 0) <> v_n
        OR coalesce(cardinality(p_leases), 0) <> v_n OR coalesce(cardinality(p_errors), 0) <> v_n THEN
-        RAISE EXCEPTION 'log_ack_v1: misaligned arrays' USING ERRCODE = '22023';
+        RAISE EXCEPTION 'log_ack_v2: misaligned arrays' USING ERRCODE = '22023';
     END IF;
     v_ok := array_fill(false, ARRAY[v_n]);
     v_err := array_fill(NULL::text, ARRAY[v_n]);
     v_rel := array_fill(false, ARRAY[v_n]);
     v_dlq := array_fill(false, ARRAY[v_n]);
     v_noop := array_fill(false, ARRAY[v_n]);
+    v_qname := array_fill(NULL::text, ARRAY[v_n]);
+    v_pname := array_fill(NULL::text, ARRAY[v_n]);
     v_off := array_fill(NULL::bigint, ARRAY[v_n]);
     v_fenced := array_fill(false, ARRAY[v_n]);
 
@@ -181,9 +187,14 @@ BEGIN
             CONTINUE;
         END IF;
         SELECT qq.id, qq.retry_limit, (qq.dead_letter_queue OR qq.dlq_after_max_retries) AS dlq_on,
-               greatest(qq.dedup_window_seconds, qq.completed_retention_seconds, 900) AS res_window
+               greatest(qq.dedup_window_seconds, qq.completed_retention_seconds, 900) AS res_window,
+               qq.name, lp.name AS partition
           INTO q FROM queen.log_partitions lp JOIN queen.queues qq ON qq.id = lp.queue_id
          WHERE lp.id = g.pid;
+        FOREACH v_i IN ARRAY g.items LOOP
+            v_qname[v_i] := q.name;
+            v_pname[v_i] := q.partition;
+        END LOOP;
         v_live := c.lease_id IS NOT NULL AND c.lease_expires_at > v_now;
 
         -- Resolve the items of the delivered span (the common case) in one pass over its
@@ -320,7 +331,7 @@ BEGIN
         END LOOP;
     END LOOP;
 
-    RETURN QUERY SELECT i::integer, v_ok[i], v_err[i], v_rel[i], v_dlq[i], v_noop[i]
+    RETURN QUERY SELECT i::integer, v_ok[i], v_err[i], v_rel[i], v_dlq[i], v_noop[i], v_qname[i], v_pname[i]
                    FROM generate_series(1, v_n) AS i;
 END
 $$;

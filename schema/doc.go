@@ -30,7 +30,7 @@
 //   - log_push_multi_v1: one fused push bundle (N segments of N partitions) in one call.
 //   - log_push_one_v1: the allocator, the only place an offset is assigned.
 //   - log_segment_at_v1: the segment covering an offset (duplicate id resolution).
-//   - log_pop_v1, log_ack_v1: claim a span under a lease; apply acknowledgements. An ack
+//   - log_pop_v1, log_ack_v2: claim a span under a lease; apply acknowledgements. An ack
 //     resolves transaction ids through the hash sidecar in passes linear in the items:
 //     log_span_hashes_v1 / log_window_hashes_v1 expand sidecar rows once, log_match_v1
 //     pairs items with offsets by sorting both by hash (no join, so no plan that depends

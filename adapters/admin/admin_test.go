@@ -80,8 +80,8 @@ func (f *fixture) push(t *testing.T, queue, partition string, n int) string {
 }
 
 func baseConfig(name string) ports.QueueConfig {
-	return ports.QueueConfig{Name: name, LeaseTime: 300, RetryLimit: 3, RetryDelay: 1000, TTL: 3600,
-		DeadLetterQueue: true, DLQAfterMaxRetries: true, DedupWindowSeconds: 3600, RetentionSinkHoldMaxSeconds: 604800}
+	return ports.QueueConfig{Name: name, QueueOptions: ports.QueueOptions{LeaseTime: 300, RetryLimit: 3, RetryDelay: 1000,
+		TTL: 3600, DeadLetterQueue: true, DLQAfterMaxRetries: true, DedupWindowSeconds: 3600, RetentionSinkHoldMaxSeconds: 604800}}
 }
 
 func TestConfigure(t *testing.T) {
@@ -143,8 +143,8 @@ func TestConfigureConcurrentMergesDoNotLoseUpdates(t *testing.T) {
 	errs := make([]error, len(opts))
 	for i, o := range opts {
 		wg.Go(func() {
-			c := ports.QueueConfig{Name: "q", Priority: 11, LeaseTime: 11, RetryLimit: 11, RetryDelay: 11,
-				MaxSize: 11, TTL: 11, WindowBuffer: 11, DelayedProcessing: 11}
+			c := ports.QueueConfig{Name: "q", QueueOptions: ports.QueueOptions{Priority: 11, LeaseTime: 11, RetryLimit: 11,
+				RetryDelay: 11, MaxSize: 11, TTL: 11, WindowBuffer: 11, DelayedProcessing: 11}}
 			_, errs[i] = f.admin.Configure(context.Background(), tenant, c, o)
 		})
 	}

@@ -9,37 +9,21 @@ import (
 	"github.com/queen-go/queen/ports"
 )
 
-// queueRow is a row of queen.queues.
+// queueRow is a row of queen.queues. The options are the port's own type: bun names
+// their columns after the fields (LeaseTime -> lease_time, DLQAfterMaxRetries ->
+// dlq_after_max_retries), which is how the schema names them.
 type queueRow struct {
 	bun.BaseModel `bun:"table:queen.queues,alias:q"`
 
-	ID                          string    `bun:"id,pk,nullzero,type:uuid"`
-	TenantID                    string    `bun:"tenant_id,type:uuid"`
-	Name                        string    `bun:"name"`
-	Namespace                   string    `bun:"namespace"`
-	Task                        string    `bun:"task"`
-	Configured                  bool      `bun:"configured"`
-	Priority                    int       `bun:"priority"`
-	LeaseTime                   int       `bun:"lease_time"`
-	RetryLimit                  int       `bun:"retry_limit"`
-	RetryDelay                  int       `bun:"retry_delay"`
-	MaxSize                     int       `bun:"max_size"`
-	TTL                         int       `bun:"ttl"`
-	DeadLetterQueue             bool      `bun:"dead_letter_queue"`
-	DLQAfterMaxRetries          bool      `bun:"dlq_after_max_retries"`
-	DelayedProcessing           int       `bun:"delayed_processing"`
-	WindowBuffer                int       `bun:"window_buffer"`
-	RetentionSeconds            int       `bun:"retention_seconds"`
-	CompletedRetentionSeconds   int       `bun:"completed_retention_seconds"`
-	RetentionEnabled            bool      `bun:"retention_enabled"`
-	EncryptionEnabled           bool      `bun:"encryption_enabled"`
-	MaxWaitTimeSeconds          int       `bun:"max_wait_time_seconds"`
-	MinPopWaitTime              int       `bun:"min_pop_wait_time"`
-	DedupWindowSeconds          int       `bun:"dedup_window_seconds"`
-	RetentionSinkHold           string    `bun:"retention_sink_hold"`
-	RetentionSinkHoldMaxSeconds int       `bun:"retention_sink_hold_max_seconds"`
-	CreatedAt                   time.Time `bun:"created_at,nullzero"` // NULL on insert: the column default
-	UpdatedAt                   time.Time `bun:"updated_at,nullzero"`
+	ID         string `bun:"id,pk,nullzero,type:uuid"`
+	TenantID   string `bun:"tenant_id,type:uuid"`
+	Name       string `bun:"name"`
+	Namespace  string `bun:"namespace"`
+	Task       string `bun:"task"`
+	Configured bool   `bun:"configured"`
+	ports.QueueOptions
+	CreatedAt time.Time `bun:"created_at,nullzero"` // NULL on insert: the column default
+	UpdatedAt time.Time `bun:"updated_at,nullzero"`
 }
 
 // columns maps each option to its column.
@@ -71,29 +55,12 @@ var columns = []struct {
 }
 
 func rowOf(tenant string, c ports.QueueConfig) queueRow {
-	return queueRow{
-		TenantID: tenant, Name: c.Name, Namespace: c.Namespace, Task: c.Task, Configured: true,
-		Priority: c.Priority, LeaseTime: c.LeaseTime, RetryLimit: c.RetryLimit, RetryDelay: c.RetryDelay,
-		MaxSize: c.MaxSize, TTL: c.TTL, DeadLetterQueue: c.DeadLetterQueue, DLQAfterMaxRetries: c.DLQAfterMaxRetries,
-		DelayedProcessing: c.DelayedProcessing, WindowBuffer: c.WindowBuffer, RetentionSeconds: c.RetentionSeconds,
-		CompletedRetentionSeconds: c.CompletedRetentionSeconds, RetentionEnabled: c.RetentionEnabled,
-		EncryptionEnabled: c.EncryptionEnabled, MaxWaitTimeSeconds: c.MaxWaitTimeSeconds,
-		MinPopWaitTime: c.MinPopWaitTime, DedupWindowSeconds: c.DedupWindowSeconds,
-		RetentionSinkHold: c.RetentionSinkHold, RetentionSinkHoldMaxSeconds: c.RetentionSinkHoldMaxSeconds,
-	}
+	return queueRow{TenantID: tenant, Name: c.Name, Namespace: c.Namespace, Task: c.Task, Configured: true,
+		QueueOptions: c.QueueOptions}
 }
 
 func (r *queueRow) config() ports.QueueConfig {
-	return ports.QueueConfig{
-		ID: r.ID, Name: r.Name, Namespace: r.Namespace, Task: r.Task,
-		Priority: r.Priority, LeaseTime: r.LeaseTime, RetryLimit: r.RetryLimit, RetryDelay: r.RetryDelay,
-		MaxSize: r.MaxSize, TTL: r.TTL, DeadLetterQueue: r.DeadLetterQueue, DLQAfterMaxRetries: r.DLQAfterMaxRetries,
-		DelayedProcessing: r.DelayedProcessing, WindowBuffer: r.WindowBuffer, RetentionSeconds: r.RetentionSeconds,
-		CompletedRetentionSeconds: r.CompletedRetentionSeconds, RetentionEnabled: r.RetentionEnabled,
-		EncryptionEnabled: r.EncryptionEnabled, MaxWaitTimeSeconds: r.MaxWaitTimeSeconds,
-		MinPopWaitTime: r.MinPopWaitTime, DedupWindowSeconds: r.DedupWindowSeconds,
-		RetentionSinkHold: r.RetentionSinkHold, RetentionSinkHoldMaxSeconds: r.RetentionSinkHoldMaxSeconds,
-	}
+	return ports.QueueConfig{ID: r.ID, Name: r.Name, Namespace: r.Namespace, Task: r.Task, QueueOptions: r.QueueOptions}
 }
 
 // Configure implements ports.QueueAdmin: one upsert. The inserted row carries cfg

@@ -19,53 +19,20 @@ func (a *api) adminRoutes(r *mux.Router) {
 	r.HandleFunc("/api/v1/dlq", a.handleDeadLetters).Methods(http.MethodGet)
 }
 
-// configureOptions is the "options" object of a configure answer (api.md §5.6).
-type configureOptions struct {
-	Priority                    int    `json:"priority"`
-	LeaseTime                   int    `json:"leaseTime"`
-	RetryLimit                  int    `json:"retryLimit"`
-	RetryDelay                  int    `json:"retryDelay"`
-	MaxSize                     int    `json:"maxSize"`
-	TTL                         int    `json:"ttl"`
-	DeadLetterQueue             bool   `json:"deadLetterQueue"`
-	DLQAfterMaxRetries          bool   `json:"dlqAfterMaxRetries"`
-	DelayedProcessing           int    `json:"delayedProcessing"`
-	WindowBuffer                int    `json:"windowBuffer"`
-	RetentionSeconds            int    `json:"retentionSeconds"`
-	CompletedRetentionSeconds   int    `json:"completedRetentionSeconds"`
-	RetentionEnabled            bool   `json:"retentionEnabled"`
-	EncryptionEnabled           bool   `json:"encryptionEnabled"`
-	MaxWaitTimeSeconds          int    `json:"maxWaitTimeSeconds"`
-	MinPopWaitTime              int    `json:"minPopWaitTime"`
-	DedupWindowSeconds          int    `json:"dedupWindowSeconds"`
-	RetentionSinkHold           string `json:"retentionSinkHold"`
-	RetentionSinkHoldMaxSeconds int    `json:"retentionSinkHoldMaxSeconds"`
-}
-
 type configureResponse struct {
-	Configured  bool             `json:"configured"`
-	QueueID     string           `json:"queueId"`
-	PartitionID *string          `json:"partitionId"` // always null: queues are configured, not partitions
-	Queue       string           `json:"queue"`
-	Namespace   string           `json:"namespace"`
-	Task        string           `json:"task"`
-	Storage     string           `json:"storage"`
-	Options     configureOptions `json:"options"`
+	Configured  bool               `json:"configured"`
+	QueueID     string             `json:"queueId"`
+	PartitionID *string            `json:"partitionId"` // always null: queues are configured, not partitions
+	Queue       string             `json:"queue"`
+	Namespace   string             `json:"namespace"`
+	Task        string             `json:"task"`
+	Storage     string             `json:"storage"`
+	Options     ports.QueueOptions `json:"options"`
 }
 
 func configureBody(c ports.QueueConfig) configureResponse {
-	return configureResponse{
-		Configured: true, QueueID: c.ID, Queue: c.Name, Namespace: c.Namespace, Task: c.Task, Storage: "segments",
-		Options: configureOptions{
-			Priority: c.Priority, LeaseTime: c.LeaseTime, RetryLimit: c.RetryLimit, RetryDelay: c.RetryDelay,
-			MaxSize: c.MaxSize, TTL: c.TTL, DeadLetterQueue: c.DeadLetterQueue, DLQAfterMaxRetries: c.DLQAfterMaxRetries,
-			DelayedProcessing: c.DelayedProcessing, WindowBuffer: c.WindowBuffer, RetentionSeconds: c.RetentionSeconds,
-			CompletedRetentionSeconds: c.CompletedRetentionSeconds, RetentionEnabled: c.RetentionEnabled,
-			EncryptionEnabled: c.EncryptionEnabled, MaxWaitTimeSeconds: c.MaxWaitTimeSeconds,
-			MinPopWaitTime: c.MinPopWaitTime, DedupWindowSeconds: c.DedupWindowSeconds,
-			RetentionSinkHold: c.RetentionSinkHold, RetentionSinkHoldMaxSeconds: c.RetentionSinkHoldMaxSeconds,
-		},
-	}
+	return configureResponse{Configured: true, QueueID: c.ID, Queue: c.Name, Namespace: c.Namespace, Task: c.Task,
+		Storage: "segments", Options: c.QueueOptions}
 }
 
 // handleConfigure is POST /api/v1/configure (api.md §5.6).

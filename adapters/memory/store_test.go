@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/queen-go/queen/porttest"
+	"github.com/queen-go/queen/ports/porttest"
 )
 
 func TestSegmentStoreConformance(t *testing.T) {

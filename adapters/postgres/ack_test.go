@@ -84,7 +84,7 @@ func (f *ackFixture) items(lease string, names ...string) []ports.AckItem {
 	return out
 }
 
-// tryAck runs log_ack_v1 for items in a transaction that is rolled back, so the state is
+// tryAck runs log_ack_v2 for items in a transaction that is rolled back, so the state is
 // the same for every call.
 func (f *ackFixture) tryAck(t *testing.T, conn *pgx.Conn, items []ports.AckItem) []ports.AckResult {
 	t.Helper()
@@ -145,9 +145,9 @@ func TestAckResolvesManyItemsLikeOne(t *testing.T) {
 	}
 	// The answers themselves, by kind.
 	want := map[string]ports.AckResult{
-		"m0":    {OK: true, Noop: true},
-		"gone0": {Error: "transactionId not found in partition"},
-		"m120":  {Error: "position beyond leased batch"},
+		"m0":    {OK: true, Noop: true, Queue: "acks", Partition: "p"},
+		"gone0": {Error: "transactionId not found in partition", Queue: "acks", Partition: "p"},
+		"m120":  {Error: "position beyond leased batch", Queue: "acks", Partition: "p"},
 	}
 	for i, it := range items {
 		if w, ok := want[it.TransactionID]; ok && many[i] != w {

@@ -95,10 +95,10 @@ func (s *Store) Pop(ctx context.Context, req ports.PopRequest) ([]ports.Claim, e
 	return claims, nil
 }
 
-const ackSQL = `SELECT idx, ok, err, released, dlq, noop FROM queen.log_ack_v1(
+const ackSQL = `SELECT idx, ok, err, released, dlq, noop, coalesce(queue_name, ''), coalesce(partition_name, '') FROM queen.log_ack_v2(
 	$1::uuid[], $2::text[], $3::bytea[], $4::text[], $5::text[], $6::uuid[], $7::text[], $8::bool, $9::uuid)`
 
-// ackArgs are log_ack_v1's parallel arrays. Partition and lease ids go as pgtype.UUID:
+// ackArgs are log_ack_v2's parallel arrays. Partition and lease ids go as pgtype.UUID:
 // pgx has no binary encoding of []string into uuid[], and its fallback to text formats
 // the whole rejected slice into an error first (about 100 µs per 100-item ack).
 type ackArgs struct {
@@ -133,7 +133,7 @@ func newAckArgs(items []ports.AckItem) (ackArgs, error) {
 	return a, nil
 }
 
-// ackQuery runs log_ack_v1 on q (a connection or a transaction).
+// ackQuery runs log_ack_v2 on q (a connection or a transaction).
 func ackQuery(ctx context.Context, q interface {
 	Query(context.Context, string, ...any) (pgx.Rows, error)
 }, items []ports.AckItem, strict bool, hint string) ([]ports.AckResult, error) {
@@ -157,7 +157,7 @@ func ackQuery(ctx context.Context, q interface {
 			r   ports.AckResult
 			msg *string
 		)
-		if err := rows.Scan(&idx, &r.OK, &msg, &r.LeaseReleased, &r.DLQ, &r.Noop); err != nil {
+		if err := rows.Scan(&idx, &r.OK, &msg, &r.LeaseReleased, &r.DLQ, &r.Noop, &r.Queue, &r.Partition); err != nil {
 			return nil, err
 		}
 		if idx < 1 || int(idx) > len(out) {

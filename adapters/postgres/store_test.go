@@ -10,7 +10,7 @@ import (
 
 	"github.com/queen-go/queen/adapters/pglocal/pgtest"
 	"github.com/queen-go/queen/ports"
-	"github.com/queen-go/queen/porttest"
+	"github.com/queen-go/queen/ports/porttest"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }

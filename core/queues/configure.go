@@ -86,11 +86,11 @@ func IsOption(name string) bool {
 // (api.md §5.6): a dotted name "ns.task..." defaults namespace and task to its first two
 // parts, as when a push creates the queue.
 func Defaults(name string) ports.QueueConfig {
-	c := ports.QueueConfig{
-		Name: name, LeaseTime: 300, RetryLimit: 3, RetryDelay: 1000, TTL: 3600,
+	c := ports.QueueConfig{Name: name, QueueOptions: ports.QueueOptions{
+		LeaseTime: 300, RetryLimit: 3, RetryDelay: 1000, TTL: 3600,
 		DeadLetterQueue: true, DLQAfterMaxRetries: true, DedupWindowSeconds: 3600,
 		RetentionSinkHoldMaxSeconds: 604800,
-	}
+	}}
 	if strings.Contains(name, ".") {
 		parts := strings.SplitN(name, ".", 3)
 		c.Namespace, c.Task = parts[0], parts[1]
