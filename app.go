@@ -7,59 +7,99 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"time"
 
-	"github.com/queen-go/queen/adapters/postgres"
 	"github.com/queen-go/queen/config"
 	"github.com/queen-go/queen/core/drain"
 	"github.com/queen-go/queen/core/fusion"
-	"github.com/queen-go/queen/core/push"
+	"github.com/queen-go/queen/core/maintenance"
 	"github.com/queen-go/queen/core/spool"
-	"github.com/queen-go/queen/core/vegas"
 )
 
-// App is the long-running broker.
+// App is the long-running broker. InitializeApp builds it with nothing running; Start
+// starts its components and the HTTP listener, Stop stops them in the one order a
+// graceful shutdown needs. The injector's cleanup then closes the pool and stops the
+// embedded PostgreSQL.
 type App struct {
-	Config  config.Config
-	Logger  *slog.Logger
-	Store   *postgres.Store
-	Batcher *fusion.Batcher
-	Push    *push.Service
-	Limiter *vegas.Limiter
-	Spool   *spool.Spool
-	Drainer *drain.Drainer
-	HTTP    *http.Server
+	cfg     config.Config
+	log     *slog.Logger
+	flags   *maintenance.Flags
+	batcher *fusion.Batcher
+	spool   *spool.Spool
+	drainer *drain.Drainer
+	http    *http.Server
+
+	ln     net.Listener
+	failed chan error // the HTTP server's own failure, once
 }
 
-// Serve answers HTTP on ln until ctx ends, then stops gracefully: it stops accepting,
-// lets in-flight requests (and so their pushes' commits) finish within
-// QUEEN_SHUTDOWN_TIMEOUT_MS, and returns. The injector's cleanup then closes fusion, the
-// pool and the embedded database, in that order.
-func (a *App) Serve(ctx context.Context, ln net.Listener) error {
-	errc := make(chan error, 1)
-	go func() { errc <- a.HTTP.Serve(ln) }()
-	a.Logger.Info("queen-go listening", "addr", ln.Addr().String(), "version", Version)
-	select {
-	case err := <-errc:
-		return fmt.Errorf("http: %w", err)
-	case <-ctx.Done():
+// NewApp assembles the broker from its components.
+func NewApp(cfg config.Config, log *slog.Logger, flags *maintenance.Flags, b *fusion.Batcher, sp *spool.Spool,
+	d *drain.Drainer, srv *http.Server) *App {
+	return &App{cfg: cfg, log: log, flags: flags, batcher: b, spool: sp, drainer: d, http: srv,
+		failed: make(chan error, 1)}
+}
+
+// Logger is the broker's logger.
+func (a *App) Logger() *slog.Logger { return a.log }
+
+// Start reads the maintenance flags, starts push fusion, the spool's writer and its
+// drain, then listens on QUEEN_BIND_ADDR:PORT (PORT 0: a free port, see Addr) and serves
+// HTTP. On a listen error everything started is stopped again.
+func (a *App) Start(ctx context.Context) error {
+	a.flags.Start(ctx)
+	a.batcher.Start()
+	a.spool.Start()
+	a.drainer.Start()
+	ln, err := net.Listen("tcp", a.http.Addr)
+	if err != nil {
+		_ = a.stopComponents(ctx)
+		return fmt.Errorf("listen %s: %w", a.http.Addr, err)
 	}
-	a.Logger.Info("shutting down: draining in-flight requests", "timeout", a.Config.ShutdownTimeout)
-	sctx, cancel := context.WithTimeout(context.Background(), a.Config.ShutdownTimeout)
-	defer cancel()
-	if err := a.HTTP.Shutdown(sctx); err != nil {
-		return fmt.Errorf("http: shutdown: %w", err)
-	}
-	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("http: %w", err)
-	}
+	a.ln = ln
+	go func() {
+		if err := a.http.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			a.failed <- fmt.Errorf("http: %w", err)
+		}
+	}()
+	a.log.Info("queen-go listening", "addr", ln.Addr().String(), "version", Version)
 	return nil
 }
 
-// Run listens on the configured address and serves until ctx ends.
-func (a *App) Run(ctx context.Context) error {
-	ln, err := net.Listen("tcp", a.HTTP.Addr)
-	if err != nil {
-		return fmt.Errorf("listen %s: %w", a.HTTP.Addr, err)
+// Addr is the address the broker listens on (after Start).
+func (a *App) Addr() net.Addr { return a.ln.Addr() }
+
+// Failed delivers the error that ended HTTP serving on its own (not by Stop).
+func (a *App) Failed() <-chan error { return a.failed }
+
+// Stop shuts the broker down in this order: stop accepting and answer the parked long
+// polls (204), let in-flight requests finish within ctx (their pushes commit), stop the
+// spool's drain, commit what fusion still holds (given DB_STATEMENT_TIMEOUT whatever
+// ctx says), flush and close the spool, stop re-reading the maintenance flags. Every
+// step runs even when an earlier one failed.
+func (a *App) Stop(ctx context.Context) error {
+	a.log.Info("shutting down: draining in-flight requests", "timeout", a.cfg.ShutdownTimeout)
+	var errs []error
+	if err := a.http.Shutdown(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("http: shutdown: %w", err))
 	}
-	return a.Serve(ctx, ln)
+	errs = append(errs, a.stopComponents(ctx))
+	return errors.Join(errs...)
+}
+
+func (a *App) stopComponents(ctx context.Context) error {
+	var errs []error
+	a.drainer.Stop()
+	// Whatever the shutdown deadline, what fusion holds was accepted: its commits get
+	// the time a statement may take.
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.cfg.StatementTimeout+5*time.Second)
+	defer cancel()
+	if err := a.batcher.Stop(fctx); err != nil {
+		errs = append(errs, err)
+	}
+	if err := a.spool.Close(); err != nil && !errors.Is(err, spool.ErrClosed) {
+		errs = append(errs, err)
+	}
+	a.flags.Stop()
+	return errors.Join(errs...)
 }

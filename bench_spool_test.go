@@ -35,6 +35,7 @@ func BenchmarkSpoolReplay(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
+		sp.Start()
 		recs := make([]spool.Record, 0, 1000)
 		for i := range n {
 			recs = append(recs, spool.Record{Tenant: ports.DefaultTenant, Queue: "replay", Partition: fmt.Sprintf("p%d", i%100),

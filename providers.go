@@ -22,6 +22,7 @@ import (
 	"github.com/queen-go/queen/core/envelope"
 	"github.com/queen-go/queen/core/fusion"
 	"github.com/queen-go/queen/core/maintenance"
+	"github.com/queen-go/queen/core/notify"
 	"github.com/queen-go/queen/core/push"
 	"github.com/queen-go/queen/core/queues"
 	"github.com/queen-go/queen/core/segment"
@@ -35,15 +36,15 @@ const Version = "0.1.0"
 // DatabaseURL is the PostgreSQL the broker uses (configured, or the embedded one).
 type DatabaseURL string
 
-// ProviderSet is shared by every injector.
+// Providers build components and connect them; they start no goroutine of ours (App.Start
+// does). Resources (the embedded PostgreSQL, the pool, the spool directory's lock) are
+// opened here and released by the injector's cleanup.
+
+// ProviderSet builds the broker.
 var ProviderSet = wire.NewSet(
-	ProvideLogger,
+	storageSet,
 	ProvideDatabase,
-	ProvideStore,
-	ProvideCodec,
-	ProvideLimiter,
 	ProvideWaker,
-	ProvideBatcher,
 	ProvideSealer,
 	ProvidePushService,
 	ProvideConsumeService,
@@ -52,33 +53,30 @@ var ProviderSet = wire.NewSet(
 	ProvideMaintenance,
 	ProvideSpool,
 	ProvideDrainer,
+	ProvideGate,
 	ProvideHandler,
 	ProvideHTTPServer,
-	wire.Struct(new(App), "*"),
+	NewApp,
+)
+
+// storageSet is what the broker and the drain job share: the pool and push fusion.
+var storageSet = wire.NewSet(
+	ProvideLogger,
+	ProvideStore,
+	ProvideCodec,
+	ProvideLimiter,
+	ProvideCommits,
+	ProvideQueueChanges,
+	ProvideBatcher,
 )
 
 // DrainSet builds the batch-drain job: the broker's storage and fusion providers, with a
 // database that must be configured (a drain job never starts an embedded PostgreSQL).
 var DrainSet = wire.NewSet(
-	ProvideLogger,
+	storageSet,
 	ProvideConfiguredDatabase,
-	ProvideStore,
-	ProvideCodec,
-	ProvideLimiter,
-	ProvideWaker,
-	ProvideBatcher,
-	wire.Bind(new(DrainStore), new(*postgres.Store)),
-	wire.Struct(new(DrainJob), "*"),
+	ProvideDrainJob,
 )
-
-// ProvideConfiguredDatabase returns the configured database URL; the drain job has
-// nothing to drain into without one.
-func ProvideConfiguredDatabase(cfg config.Config) (DatabaseURL, error) {
-	if cfg.Embedded() {
-		return "", fmt.Errorf("no database configured: set QUEEN_PG_URL (or PG_HOST, PG_PORT, PG_USER, PG_PASSWORD, PG_DB) to the brokers' PostgreSQL")
-	}
-	return DatabaseURL(cfg.DatabaseURL()), nil
-}
 
 // ProvideLogger builds the process logger from LOG_LEVEL and QUEEN_LOG_JSON.
 func ProvideLogger(cfg config.Config) *slog.Logger {
@@ -143,21 +141,22 @@ func ProvideLimiter(cfg config.Config) *vegas.Limiter {
 	})
 }
 
-// ProvideBatcher starts push fusion; the cleanup commits what is pending and waits.
-// Every committed segment wakes the pops parked on its queue.
-func ProvideBatcher(store *postgres.Store, codec *segment.Codec, limiter *vegas.Limiter, waker *consume.Waker, cfg config.Config, log *slog.Logger) (*fusion.Batcher, func()) {
+// ProvideCommits is the commit notification topic.
+func ProvideCommits() *notify.Commits { return notify.NewCommits() }
+
+// ProvideQueueChanges is the queue-change notification topic.
+func ProvideQueueChanges() *notify.QueueChanges { return notify.NewQueueChanges() }
+
+// ProvideBatcher builds push fusion; it announces its commits and forgets a queue's
+// dedup state when the queue changes.
+func ProvideBatcher(store *postgres.Store, codec *segment.Codec, limiter *vegas.Limiter, commits *notify.Commits,
+	changes *notify.QueueChanges, cfg config.Config, log *slog.Logger) *fusion.Batcher {
 	b := fusion.New(store, codec, fusion.Options{
 		Shards: cfg.FusionShards, BundleMax: cfg.BundleMax, Hold: cfg.FusionHold,
-		Limiter: limiter, Logger: log.With("target", "fusion"),
-		Committed: func(tenant, queue, partition string) { waker.Notify(consume.Key(tenant, queue), partition) },
+		Limiter: limiter, Logger: log.With("target", "fusion"), Commits: commits,
 	})
-	return b, func() {
-		ctx, cancel := context.WithTimeout(context.Background(), cfg.StatementTimeout+5*time.Second)
-		defer cancel()
-		if err := b.Close(ctx); err != nil {
-			log.Error("fusion: close", "err", err)
-		}
-	}
+	changes.Subscribe(b.QueueChanged)
+	return b
 }
 
 // ProvideSealer returns the payload sealer, or nil when QUEEN_ENCRYPTION_KEY is unset.
@@ -169,51 +168,53 @@ func ProvideSealer(cfg config.Config) (*envelope.Sealer, error) {
 	return envelope.New(key)
 }
 
-// ProvidePushService builds the push use case.
-// Transactions commit on the store directly and wake parked pops like fused pushes do.
-// Pushes go to the spool during push maintenance and while the drain knows the database
-// is away; the items of failed bundles are spooled.
-func ProvidePushService(b *fusion.Batcher, sealer *envelope.Sealer, store *postgres.Store, codec *segment.Codec, waker *consume.Waker,
-	sp *spool.Spool, d *drain.Drainer, m *maintenance.Flags, cfg config.Config, log *slog.Logger) *push.Service {
-	return push.New(b, push.Options{
+// ProvidePushService builds the push use case: pushes through fusion, transactions on
+// the store, the spool behind the gate; it forgets a queue's encryption flag when the
+// queue changes.
+func ProvidePushService(b *fusion.Batcher, sealer *envelope.Sealer, store *postgres.Store, codec *segment.Codec,
+	commits *notify.Commits, changes *notify.QueueChanges, sp *spool.Spool, gate *drain.Gate, cfg config.Config,
+	log *slog.Logger) *push.Service {
+	p := push.New(b, push.Options{
 		Sealer: sealer, Settings: store, CacheTTL: cfg.CacheRefresh, Logger: log,
-		Transactions: store, Codec: codec,
-		Committed:    func(tenant, queue, partition string) { waker.Notify(consume.Key(tenant, queue), partition) },
-		Spool:        sp,
-		Divert:       func() bool { return m.Push() || !d.Healthy() },
-		BundleFailed: d.Unhealthy,
+		Transactions: store, Codec: codec, Commits: commits,
+		Spool: sp, Divert: gate.Divert, BundleFailed: gate.BundleFailed,
 	})
+	changes.Subscribe(p.QueueChanged)
+	return p
 }
 
-// ProvideWaker is the wake-up channel between commits and parked pops.
-func ProvideWaker() *consume.Waker { return consume.NewWaker() }
+// ProvideWaker is where parked pops wait; it hears of every commit.
+func ProvideWaker(commits *notify.Commits) *consume.Waker {
+	w := consume.NewWaker()
+	commits.Subscribe(w.Committed)
+	return w
+}
 
-// ProvideConsumeService builds the pop/ack use case.
-// Pops claim nothing during pop maintenance.
-func ProvideConsumeService(store *postgres.Store, codec *segment.Codec, sealer *envelope.Sealer, waker *consume.Waker, m *maintenance.Flags, cfg config.Config, log *slog.Logger) *consume.Service {
+// ProvideConsumeService builds the pop/ack use case; pops claim nothing during pop
+// maintenance.
+func ProvideConsumeService(store *postgres.Store, codec *segment.Codec, sealer *envelope.Sealer, waker *consume.Waker,
+	commits *notify.Commits, m *maintenance.Flags, cfg config.Config, log *slog.Logger) *consume.Service {
 	return consume.New(store, codec, consume.Options{
-		Sealer: sealer, Waker: waker, PollInitial: cfg.PollInitial, PollThreshold: cfg.PollThreshold,
-		PollMultiplier: cfg.PollMultiplier, PollMax: cfg.PollMax, Logger: log, Paused: m.Pop,
+		Sealer: sealer, Waker: waker, Commits: commits, Paused: m.Pop,
+		DefaultTimeout: cfg.PopTimeout, DefaultSubscription: cfg.SubscriptionMode,
+		PollInitial: cfg.PollInitial, PollThreshold: cfg.PollThreshold,
+		PollMultiplier: cfg.PollMultiplier, PollMax: cfg.PollMax, Logger: log,
 	})
 }
 
 // ProvideHandler builds the HTTP routes.
-func ProvideHandler(p *push.Service, c *consume.Service, m *maintenance.Flags, qs *queues.Service, sp *spool.Spool, d *drain.Drainer,
-	store *postgres.Store, b *fusion.Batcher, limiter *vegas.Limiter, cfg config.Config, log *slog.Logger) http.Handler {
-	buffers := bufferStatus(sp, d)
+func ProvideHandler(p *push.Service, c *consume.Service, m *maintenance.Flags, qs *queues.Service, d *drain.Drainer, store *postgres.Store, b *fusion.Batcher, limiter *vegas.Limiter, cfg config.Config,
+	log *slog.Logger) http.Handler {
 	prom := metrics.Handler(metrics.Sources{
 		Fusion: b.Stats, Push: p.Stats, PushLimit: limiter.Limit, PoolStats: store.PoolStats,
-		DBCommits: store.Commits, Maintenance: m.Push,
-		Spool: func() (int64, int64, bool) { st := buffers(); return st.Pending, st.Failed, st.DBHealthy },
+		DBCommits: store.Commits, Maintenance: m.Push, Spool: d.Status,
 	})
-	return httpapi.New(httpapi.Services{Push: p, DB: store, Consume: c, Queues: qs, Maintenance: m, Buffers: buffers}, httpapi.Options{
-		MaxBodyBytes: cfg.MaxBodyBytes, Version: Version, Logger: log,
-		Pop:        httpapi.PopDefaults{Timeout: cfg.PopTimeout, SubscriptionMode: cfg.SubscriptionMode},
-		Prometheus: prom, PoolStats: store.PoolStats,
-	})
+	return httpapi.New(httpapi.Services{Push: p, DB: store, Consume: c, Queues: qs, Maintenance: m, Buffers: d.Status},
+		httpapi.Options{MaxBodyBytes: cfg.MaxBodyBytes, Version: Version, Logger: log, Prometheus: prom,
+			PoolStats: store.PoolStats})
 }
 
-// ProvideHTTPServer builds the HTTP server (not yet listening). Its shutdown ends the
+// ProvideHTTPServer builds the HTTP server (App.Start listens). Its shutdown ends the
 // parked long polls first: they would hold a graceful stop for their whole timeout.
 func ProvideHTTPServer(cfg config.Config, h http.Handler, c *consume.Service) *http.Server {
 	srv := &http.Server{

@@ -7,8 +7,7 @@ import (
 	"github.com/queen-go/queen/adapters/postgres"
 	"github.com/queen-go/queen/config"
 	"github.com/queen-go/queen/core/envelope"
-	"github.com/queen-go/queen/core/fusion"
-	"github.com/queen-go/queen/core/push"
+	"github.com/queen-go/queen/core/notify"
 	"github.com/queen-go/queen/core/queues"
 	"github.com/queen-go/queen/core/segment"
 )
@@ -21,15 +20,8 @@ func ProvideAdmin(store *postgres.Store, cfg config.Config, log *slog.Logger) *a
 	})
 }
 
-// ProvideQueues builds the queue administration use case. A configure or a deletion
-// drops this broker's caches of the queue: the push path's encryption flag and fusion's
-// dedup watermarks.
-func ProvideQueues(a *admin.Admin, sealer *envelope.Sealer, codec *segment.Codec, p *push.Service, b *fusion.Batcher, log *slog.Logger) *queues.Service {
-	return queues.New(a, queues.Options{
-		Sealer: sealer, Codec: codec, Logger: log,
-		Invalidate: func(tenant, queue string) {
-			p.Forget(tenant, queue)
-			b.ForgetQueue(tenant, queue)
-		},
-	})
+// ProvideQueues builds the queue administration use case; it announces every queue it
+// reconfigures or deletes.
+func ProvideQueues(a *admin.Admin, sealer *envelope.Sealer, codec *segment.Codec, changes *notify.QueueChanges, log *slog.Logger) *queues.Service {
+	return queues.New(a, queues.Options{Sealer: sealer, Codec: codec, Logger: log, Changes: changes})
 }

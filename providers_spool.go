@@ -1,12 +1,10 @@
 package queen
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 
-	"github.com/queen-go/queen/adapters/httpapi"
 	"github.com/queen-go/queen/adapters/postgres"
 	"github.com/queen-go/queen/adapters/spoolfs"
 	"github.com/queen-go/queen/config"
@@ -17,17 +15,16 @@ import (
 	"github.com/queen-go/queen/ports"
 )
 
-// ProvideMaintenance reads the maintenance flags and keeps re-reading them (stopped by
-// the cleanup).
-func ProvideMaintenance(ctx context.Context, store *postgres.Store, cfg config.Config, log *slog.Logger) (*maintenance.Flags, func()) {
-	f := maintenance.New(ctx, store, maintenance.Options{Refresh: cfg.MaintenanceMS, Logger: log})
-	f.Start()
-	return f, f.Close
+// ProvideMaintenance builds this broker's copy of the maintenance flags (App.Start reads
+// them and keeps them fresh).
+func ProvideMaintenance(store *postgres.Store, cfg config.Config, log *slog.Logger) *maintenance.Flags {
+	return maintenance.New(store, maintenance.Options{Refresh: cfg.MaintenanceMS, Logger: log})
 }
 
 // ProvideSpool opens the push spool in the first usable directory of
-// config.SpoolDirs, as its only owner (closed by the cleanup). A directory another live
-// broker owns stops start-up: two brokers must not share one spool.
+// config.SpoolDirs, as its only owner (the cleanup releases it if App.Stop did not). A
+// directory another live broker owns stops start-up: two brokers must not share one
+// spool.
 func ProvideSpool(cfg config.Config, log *slog.Logger) (*spool.Spool, func(), error) {
 	var errs []error
 	for _, dir := range cfg.SpoolDirs() {
@@ -48,7 +45,7 @@ func ProvideSpool(cfg config.Config, log *slog.Logger) (*spool.Spool, func(), er
 		}
 		log.Info("spool ready", "dir", dir)
 		return sp, func() {
-			if err := sp.Close(); err != nil {
+			if err := sp.Close(); err != nil && !errors.Is(err, spool.ErrClosed) {
 				log.Error("spool: close", "err", err)
 			}
 		}, nil
@@ -56,28 +53,27 @@ func ProvideSpool(cfg config.Config, log *slog.Logger) (*spool.Spool, func(), er
 	return nil, nil, fmt.Errorf("spool: no usable directory (set FILE_BUFFER_DIR): %w", errors.Join(errs...))
 }
 
-// ProvideDrainer starts the background replay of the spool; the cleanup stops it before
-// fusion closes. Replay pauses during push maintenance.
-func ProvideDrainer(sp *spool.Spool, b *fusion.Batcher, store *postgres.Store, m *maintenance.Flags, cfg config.Config, log *slog.Logger) (*drain.Drainer, func()) {
-	d := drain.New(sp, b, drain.Options{MaxBatch: cfg.SpoolBatch, BundleMax: cfg.BundleMax, Interval: cfg.SpoolFlush, Paused: m.Push,
-		Ping: store, Logger: log.With("target", "drain")})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		d.Run(ctx)
-	}()
-	return d, func() {
-		cancel()
-		<-done
-	}
+// ProvideDrainer builds the background replay of the spool; replay pauses during push
+// maintenance.
+func ProvideDrainer(sp *spool.Spool, b *fusion.Batcher, store *postgres.Store, m *maintenance.Flags, cfg config.Config, log *slog.Logger) *drain.Drainer {
+	return drain.New(sp, b, drain.Options{MaxBatch: cfg.SpoolBatch, BundleMax: cfg.BundleMax, Interval: cfg.SpoolFlush,
+		Paused: m.Push, Ping: store, Logger: log.With("target", "drain")})
 }
 
-// bufferStatus reports the spool for the maintenance and status routes.
-func bufferStatus(sp *spool.Spool, d *drain.Drainer) func() httpapi.BufferStatus {
-	return func() httpapi.BufferStatus {
-		st := sp.Stats()
-		return httpapi.BufferStatus{Pending: st.PendingRecords, Failed: st.Quarantined + st.CorruptRecords,
-			FailedFiles: st.FailedFiles, FailedBytes: st.FailedBytes, DBHealthy: d.Healthy()}
+// ProvideGate is the push path's spool gate: push maintenance, or the database away.
+func ProvideGate(d *drain.Drainer, m *maintenance.Flags) *drain.Gate { return drain.NewGate(d, m.Push) }
+
+// ProvideConfiguredDatabase returns the configured database URL; the drain job has
+// nothing to drain into without one.
+func ProvideConfiguredDatabase(cfg config.Config) (DatabaseURL, error) {
+	if cfg.Embedded() {
+		return "", fmt.Errorf("no database configured: set QUEEN_PG_URL (or PG_HOST, PG_PORT, PG_USER, PG_PASSWORD, PG_DB) to the brokers' PostgreSQL")
 	}
+	return DatabaseURL(cfg.DatabaseURL()), nil
+}
+
+// ProvideDrainJob builds the batch-drain job over local (or mounted) spool directories.
+func ProvideDrainJob(b *fusion.Batcher, store *postgres.Store, cfg config.Config, log *slog.Logger) *drain.Job {
+	return drain.NewJob(spoolfs.Dirs{}, b, store, store, drain.JobOptions{EventsPerFile: cfg.SpoolPerFile,
+		MaxBatch: cfg.SpoolBatch, BundleMax: cfg.BundleMax, Interval: cfg.SpoolFlush, Logger: log})
 }

@@ -9,12 +9,13 @@ package queen
 import (
 	"context"
 	"github.com/queen-go/queen/config"
+	"github.com/queen-go/queen/core/drain"
 )
 
 // Injectors from wire.go:
 
-// InitializeApp builds the broker from its configuration. The cleanup stops what the
-// providers started, in reverse order.
+// InitializeApp builds the broker from its configuration, with nothing running (see
+// App.Start). The cleanup releases what the providers opened, in reverse order.
 func InitializeApp(ctx context.Context, cfg config.Config) (*App, func(), error) {
 	logger := ProvideLogger(cfg)
 	databaseURL, cleanup, err := ProvideDatabase(ctx, cfg, logger)
@@ -26,6 +27,7 @@ func InitializeApp(ctx context.Context, cfg config.Config) (*App, func(), error)
 		cleanup()
 		return nil, nil, err
 	}
+	flags := ProvideMaintenance(store, cfg, logger)
 	codec, err := ProvideCodec(cfg)
 	if err != nil {
 		cleanup2()
@@ -33,8 +35,16 @@ func InitializeApp(ctx context.Context, cfg config.Config) (*App, func(), error)
 		return nil, nil, err
 	}
 	limiter := ProvideLimiter(cfg)
-	waker := ProvideWaker()
-	batcher, cleanup3 := ProvideBatcher(store, codec, limiter, waker, cfg, logger)
+	commits := ProvideCommits()
+	queueChanges := ProvideQueueChanges()
+	batcher := ProvideBatcher(store, codec, limiter, commits, queueChanges, cfg, logger)
+	spool, cleanup3, err := ProvideSpool(cfg, logger)
+	if err != nil {
+		cleanup2()
+		cleanup()
+		return nil, nil, err
+	}
+	drainer := ProvideDrainer(spool, batcher, store, flags, cfg, logger)
 	sealer, err := ProvideSealer(cfg)
 	if err != nil {
 		cleanup3()
@@ -42,36 +52,16 @@ func InitializeApp(ctx context.Context, cfg config.Config) (*App, func(), error)
 		cleanup()
 		return nil, nil, err
 	}
-	spool, cleanup4, err := ProvideSpool(cfg, logger)
-	if err != nil {
-		cleanup3()
-		cleanup2()
-		cleanup()
-		return nil, nil, err
-	}
-	flags, cleanup5 := ProvideMaintenance(ctx, store, cfg, logger)
-	drainer, cleanup6 := ProvideDrainer(spool, batcher, store, flags, cfg, logger)
-	service := ProvidePushService(batcher, sealer, store, codec, waker, spool, drainer, flags, cfg, logger)
-	consumeService := ProvideConsumeService(store, codec, sealer, waker, flags, cfg, logger)
+	gate := ProvideGate(drainer, flags)
+	service := ProvidePushService(batcher, sealer, store, codec, commits, queueChanges, spool, gate, cfg, logger)
+	waker := ProvideWaker(commits)
+	consumeService := ProvideConsumeService(store, codec, sealer, waker, commits, flags, cfg, logger)
 	admin := ProvideAdmin(store, cfg, logger)
-	queuesService := ProvideQueues(admin, sealer, codec, service, batcher, logger)
-	handler := ProvideHandler(service, consumeService, flags, queuesService, spool, drainer, store, batcher, limiter, cfg, logger)
+	queuesService := ProvideQueues(admin, sealer, codec, queueChanges, logger)
+	handler := ProvideHandler(service, consumeService, flags, queuesService, drainer, store, batcher, limiter, cfg, logger)
 	server := ProvideHTTPServer(cfg, handler, consumeService)
-	app := &App{
-		Config:  cfg,
-		Logger:  logger,
-		Store:   store,
-		Batcher: batcher,
-		Push:    service,
-		Limiter: limiter,
-		Spool:   spool,
-		Drainer: drainer,
-		HTTP:    server,
-	}
+	app := NewApp(cfg, logger, flags, batcher, spool, drainer, server)
 	return app, func() {
-		cleanup6()
-		cleanup5()
-		cleanup4()
 		cleanup3()
 		cleanup2()
 		cleanup()
@@ -80,12 +70,12 @@ func InitializeApp(ctx context.Context, cfg config.Config) (*App, func(), error)
 
 // InitializeDrain builds the batch-drain job (cmd/lambda) from the broker's providers:
 // the store, the codec and push fusion, without HTTP, pops or the background drain.
-func InitializeDrain(ctx context.Context, cfg config.Config) (*DrainJob, func(), error) {
-	logger := ProvideLogger(cfg)
+func InitializeDrain(ctx context.Context, cfg config.Config) (*drain.Job, func(), error) {
 	databaseURL, err := ProvideConfiguredDatabase(cfg)
 	if err != nil {
 		return nil, nil, err
 	}
+	logger := ProvideLogger(cfg)
 	store, cleanup, err := ProvideStore(ctx, databaseURL, cfg, logger)
 	if err != nil {
 		return nil, nil, err
@@ -96,16 +86,11 @@ func InitializeDrain(ctx context.Context, cfg config.Config) (*DrainJob, func(),
 		return nil, nil, err
 	}
 	limiter := ProvideLimiter(cfg)
-	waker := ProvideWaker()
-	batcher, cleanup2 := ProvideBatcher(store, codec, limiter, waker, cfg, logger)
-	drainJob := &DrainJob{
-		Config:  cfg,
-		Logger:  logger,
-		Store:   store,
-		Batcher: batcher,
-	}
-	return drainJob, func() {
-		cleanup2()
+	commits := ProvideCommits()
+	queueChanges := ProvideQueueChanges()
+	batcher := ProvideBatcher(store, codec, limiter, commits, queueChanges, cfg, logger)
+	job := ProvideDrainJob(batcher, store, cfg, logger)
+	return job, func() {
 		cleanup()
 	}, nil
 }

@@ -25,7 +25,7 @@ import (
 type Config struct {
 	// Server.
 
-	Port            int           `env:"PORT" envDefault:"6632" min:"1" max:"65535" section:"Server" help:"HTTP port the server listens on."`
+	Port            int           `env:"PORT" envDefault:"6632" min:"0" max:"65535" section:"Server" help:"HTTP port the server listens on; 0 picks a free port (the start-up log line names it)."`
 	BindAddr        string        `env:"QUEEN_BIND_ADDR" envDefault:"0.0.0.0" section:"Server" help:"Host name or IP address the HTTP server binds to."`
 	MaxBodyBytes    int64         `env:"QUEEN_MAX_BODY_BYTES" envDefault:"67108864" min:"1" section:"Server" help:"Largest accepted HTTP request body, in bytes."`
 	ServerID        string        `env:"QUEEN_SERVER_ID" envDefault:"queen" defaultFrom:"HOSTNAME" section:"Server" help:"Identifier of this server instance, used in logs and status output."`

@@ -172,9 +172,9 @@ func TestParseErrors(t *testing.T) {
 		{name: "int below range", env: map[string]string{"QUEEN_V2_FUSION_SHARDS": "0"},
 			want: []string{`config: QUEEN_V2_FUSION_SHARDS="0": want an integer between 1 and 256`}},
 		{name: "int above range", env: map[string]string{"PORT": "65536"},
-			want: []string{`config: PORT="65536": want an integer between 1 and 65535`}},
+			want: []string{`config: PORT="65536": want an integer between 0 and 65535`}},
 		{name: "int overflow", env: map[string]string{"PORT": "99999999999999999999"},
-			want: []string{`config: PORT="99999999999999999999": want an integer between 1 and 65535`}},
+			want: []string{`config: PORT="99999999999999999999": want an integer between 0 and 65535`}},
 		{name: "int with spaces", env: map[string]string{"QUEEN_V2_BUNDLE_MAX": " 16"},
 			want: []string{`config: QUEEN_V2_BUNDLE_MAX=" 16": want an integer between 1 and 4096`}},
 		{name: "pool size below minimum", env: map[string]string{"DB_POOL_SIZE": "1"},
@@ -223,9 +223,9 @@ func TestParseErrors(t *testing.T) {
 		{name: "relation skipped when a side is unparsable", env: map[string]string{"QUEEN_VEGAS_BETA": "x"},
 			want: []string{`config: QUEEN_VEGAS_BETA="x": want an integer greater than 0`}},
 		{name: "all problems reported together", env: map[string]string{
-			"PORT": "0", "PG_USE_SSL": "perhaps", "QUEEN_V2_FUSION_SHARDS": "abc", "LOG_LEVEL": "loud", "QUEEN_VEGAS_ALPHA": "9",
+			"PORT": "-1", "PG_USE_SSL": "perhaps", "QUEEN_V2_FUSION_SHARDS": "abc", "LOG_LEVEL": "loud", "QUEEN_VEGAS_ALPHA": "9",
 		}, want: []string{
-			`config: PORT="0": want an integer between 1 and 65535`,
+			`config: PORT="-1": want an integer between 0 and 65535`,
 			`config: PG_USE_SSL="perhaps": want a boolean (true/false, 1/0, yes/no, on/off)`,
 			`config: QUEEN_V2_FUSION_SHARDS="abc": want an integer between 1 and 256`,
 			`config: LOG_LEVEL="loud": want one of debug, info, warn, error`,

@@ -55,3 +55,10 @@ type SpoolFailedLister interface {
 	// ListFailed returns the regular files of failed/ and their sizes in bytes.
 	ListFailed() (map[string]int64, error)
 }
+
+// SpoolDirs opens spool directories by path: the batch-drain job drains directories
+// other processes wrote (their brokers are gone, or on shared storage).
+type SpoolDirs interface {
+	// Open returns the directory at path as a SpoolFS, creating it when missing.
+	Open(path string) (SpoolFS, error)
+}

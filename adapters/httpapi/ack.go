@@ -8,7 +8,6 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/queen-go/queen/core/consume"
-	"github.com/queen-go/queen/ports"
 )
 
 // ackItem is one acknowledgement on the wire (api.md §5.3).
@@ -20,9 +19,6 @@ type ackItem struct {
 	LeaseID       string `json:"leaseId"`
 	Error         string `json:"error"`
 }
-
-// ackFlushFailed is the item error of an ack the database did not take (api.md §5.3).
-const ackFlushFailed = "ack flush failed; lease will expire and redeliver"
 
 type ackResult struct {
 	Index         int     `json:"index"`
@@ -72,18 +68,11 @@ func (a *api) handleAckBatch(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *api) ack(w http.ResponseWriter, r *http.Request, in []consume.AckInput) {
-	res, err := a.Consume.Ack(r.Context(), in)
+	res, err := a.Consume.Ack(r.Context(), a.opts.Tenant, in)
 	if err != nil {
-		// An ack answers 200 whatever the database did (api.md §5.3): every item fails,
-		// and the lease expiry redelivers what it covered.
+		// An ack answers 200 whatever the database did (api.md §5.3): the items it did
+		// not take fail, and the lease expiry redelivers what they covered.
 		a.opts.Logger.Error("ack failed", "items", len(in), "err", err)
-		res = make([]ports.AckResult, len(in))
-		for i := range in {
-			res[i].Error = ackFlushFailed
-			if _, bad := in[i].Item(); bad != "" {
-				res[i].Error = bad
-			}
-		}
 	}
 	out := make([]ackResult, len(in))
 	for i, rr := range res {

@@ -10,6 +10,7 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/queen-go/queen/core/consume"
+	"github.com/queen-go/queen/core/drain"
 	"github.com/queen-go/queen/core/maintenance"
 	"github.com/queen-go/queen/core/push"
 	"github.com/queen-go/queen/core/queues"
@@ -24,8 +25,6 @@ type Options struct {
 	Logger       *slog.Logger
 	// Prometheus serves GET /metrics/prometheus.
 	Prometheus http.Handler
-	// Pop holds the defaults of pop parameters a request may omit.
-	Pop PopDefaults
 	// PoolStats reports database connections for GET /metrics.
 	PoolStats func() (total, idle, acquired int32)
 }
@@ -39,7 +38,7 @@ type Services struct {
 	// Maintenance enables the maintenance and buffer status routes; Buffers reports the
 	// spool for them (nil: no spool).
 	Maintenance *maintenance.Flags
-	Buffers     func() BufferStatus
+	Buffers     func() drain.Status
 }
 
 type api struct {
@@ -58,12 +57,6 @@ func New(svc Services, opts Options) http.Handler {
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
-	}
-	if opts.Pop.Timeout == 0 {
-		opts.Pop.Timeout = 30 * time.Second
-	}
-	if opts.Pop.SubscriptionMode == "" {
-		opts.Pop.SubscriptionMode = ports.SubscribeAll
 	}
 	if opts.PoolStats == nil {
 		opts.PoolStats = func() (int32, int32, int32) { return 0, 0, 0 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 
+	"github.com/queen-go/queen/core/consume"
 	"github.com/queen-go/queen/core/push"
 	"github.com/queen-go/queen/core/queues"
 	"github.com/queen-go/queen/ports"
@@ -35,9 +36,10 @@ func statusOf(err error) int {
 		tl *tooLarge
 		ie *push.InputError
 		qe *queues.InputError
+		ce *consume.InputError
 	)
 	switch {
-	case errors.As(err, &br), errors.As(err, &ie), errors.As(err, &qe):
+	case errors.As(err, &br), errors.As(err, &ie), errors.As(err, &qe), errors.As(err, &ce):
 		return http.StatusBadRequest
 	case errors.As(err, &tl):
 		return http.StatusRequestEntityTooLarge

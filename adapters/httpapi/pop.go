@@ -12,15 +12,7 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/queen-go/queen/core/consume"
-	"github.com/queen-go/queen/core/names"
-	"github.com/queen-go/queen/ports"
 )
-
-// PopDefaults are the pop parameters a request may omit (api.md §5.2, §6.2).
-type PopDefaults struct {
-	Timeout          time.Duration // DEFAULT_TIMEOUT
-	SubscriptionMode string        // DEFAULT_SUBSCRIPTION_MODE: "all" (default) or "new"
-}
 
 // timeFormat is the wire form of message and lease timestamps: UTC, microseconds.
 const timeFormat = "2006-01-02T15:04:05.000000Z"
@@ -62,25 +54,24 @@ func (a *api) consumeRoutes(r *mux.Router) {
 
 func (a *api) handlePop(w http.ResponseWriter, r *http.Request) {
 	vars := mux.Vars(r)
-	req, wait, err := parsePop(r.URL.Query(), vars["queue"], vars["partition"], a.opts.Pop)
+	q, err := parsePop(r.URL.Query(), vars["queue"], vars["partition"])
 	if err != nil {
-		var dr *discoveryRequired
-		if errors.As(err, &dr) {
-			// A struct, not a map: the reference renders success, error, messages in
-			// that order.
-			writeJSON(w, http.StatusBadRequest, struct {
-				Success  bool     `json:"success"`
-				Error    string   `json:"error"`
-				Messages []string `json:"messages"`
-			}{Error: dr.Error(), Messages: []string{}})
-			return
-		}
 		writeError(w, a.opts.Logger, err)
 		return
 	}
-	req.Tenant = a.opts.Tenant
-	b, err := a.Consume.Pop(r.Context(), req, wait)
-	if err != nil {
+	q.Tenant = a.opts.Tenant
+	b, err := a.Consume.Pop(r.Context(), q)
+	switch {
+	case errors.Is(err, consume.ErrDiscoveryRequired):
+		// A struct, not a map: the reference renders success, error, messages in that
+		// order.
+		writeJSON(w, http.StatusBadRequest, struct {
+			Success  bool     `json:"success"`
+			Error    string   `json:"error"`
+			Messages []string `json:"messages"`
+		}{Error: err.Error(), Messages: []string{}})
+		return
+	case err != nil:
 		if r.Context().Err() != nil {
 			return // the client went away while parked: nobody to answer
 		}
@@ -114,28 +105,18 @@ func popBody(b *consume.Batch) popResponse {
 	return resp
 }
 
-// discoveryRequired is the discovery pop without namespace or task, answered with the
-// reference's pop-shaped error body.
-type discoveryRequired struct{}
-
-func (*discoveryRequired) Error() string { return "namespace or task is required" }
-
-// parsePop reads a pop's path variables and query strictly: a bad value is a 400 that
-// names the parameter. It returns the request and the long-poll wait (0 = none).
-func parsePop(q url.Values, queue, partition string, def PopDefaults) (ports.PopRequest, time.Duration, error) {
-	req := ports.PopRequest{Queue: queue, Partition: partition, Group: ports.QueueModeGroup, Batch: 200, Partitions: 1}
+// parsePop reads a pop's path variables and query string strictly: a value that does
+// not parse is a 400 that names the parameter. What the values mean (defaults, names,
+// subscriptions) is the use case's business (consume.Service.Request).
+func parsePop(q url.Values, queue, partition string) (consume.PopQuery, error) {
+	pq := consume.PopQuery{Queue: queue, Partition: partition, Batch: 200, Partitions: 1,
+		Timeout: consume.TimeoutDefault, Group: q.Get("consumerGroup"),
+		SubscriptionFrom: q.Get("subscriptionFrom")}
 	if queue == "" {
-		req.Namespace, req.Task = q.Get("namespace"), q.Get("task")
-		if req.Namespace == "" && req.Task == "" {
-			return req, 0, &discoveryRequired{}
-		}
-	} else if err := names.Check(queue); err != nil {
-		return req, 0, badRequestf("queue name %s", err)
+		pq.Namespace, pq.Task = q.Get("namespace"), q.Get("task")
 	}
-	if partition != "" {
-		if err := names.Check(partition); err != nil {
-			return req, 0, badRequestf("partition name %s", err)
-		}
+	if m, ok := q["subscriptionMode"]; ok {
+		pq.SubscriptionMode, pq.HasSubscriptionMode = m[0], true
 	}
 	var err error
 	// Values travel to the database as int4: a larger one would wrap around (batch
@@ -166,68 +147,15 @@ func parsePop(q url.Values, queue, partition string, def PopDefaults) (ports.Pop
 			err = badRequestf("query parameter %s=%q: want true or false", name, v[0])
 		}
 	}
-	var wait bool
-	timeoutMS := int(def.Timeout / time.Millisecond)
-	intParam("batch", 1, &req.Batch)
-	intParam("partitions", 1, &req.Partitions)
-	intParam("leaseSeconds", 0, &req.LeaseSeconds)
+	timeoutMS := -1
+	intParam("batch", 1, &pq.Batch)
+	intParam("partitions", 1, &pq.Partitions)
+	intParam("leaseSeconds", 0, &pq.LeaseSeconds)
 	intParam("timeout", 0, &timeoutMS)
-	boolParam("wait", &wait)
-	boolParam("autoAck", &req.AutoAck)
-	if err != nil {
-		return req, 0, err
+	boolParam("wait", &pq.Wait)
+	boolParam("autoAck", &pq.AutoAck)
+	if timeoutMS >= 0 {
+		pq.Timeout = time.Duration(timeoutMS) * time.Millisecond
 	}
-	if partition != "" {
-		req.Partitions = 1
-	}
-	if g := q.Get("consumerGroup"); g != "" {
-		if err := names.Check(g); err != nil {
-			return req, 0, badRequestf("query parameter consumerGroup %s", err)
-		}
-		req.Group = g
-	}
-	if err := parseSubscription(q, def.SubscriptionMode, &req); err != nil {
-		return req, 0, err
-	}
-	if !wait {
-		return req, 0, nil
-	}
-	return req, time.Duration(timeoutMS) * time.Millisecond, nil
-}
-
-// parseSubscription applies subscriptionMode and subscriptionFrom to a named group's
-// first contact; queue mode always starts at the beginning. subscriptionFrom is checked
-// in queue mode too: a bad value is a bad request whatever the group.
-func parseSubscription(q url.Values, def string, req *ports.PopRequest) error {
-	var from time.Time
-	fromGiven := false
-	switch v := q.Get("subscriptionFrom"); v {
-	case "", "now":
-	default:
-		t, err := time.Parse(time.RFC3339Nano, v)
-		if err != nil {
-			return badRequestf("query parameter subscriptionFrom=%q: want now or an RFC 3339 timestamp", v)
-		}
-		from, fromGiven = t, true
-	}
-	req.SubscribeMode = ports.SubscribeAll
-	if req.Group == ports.QueueModeGroup {
-		return nil
-	}
-	mode, given := q["subscriptionMode"]
-	switch {
-	case !given:
-		if def == ports.SubscribeNew {
-			req.SubscribeMode = ports.SubscribeNew
-		}
-	case mode[0] == "new" || mode[0] == "new-only" || mode[0] == "new_only" || mode[0] == "newonly":
-		req.SubscribeMode = ports.SubscribeNew
-	}
-	switch {
-	case fromGiven:
-		req.SubscribeMode, req.SubscribeFrom = ports.SubscribeTimestamp, from
-	case q.Get("subscriptionFrom") == "now":
-		req.SubscribeMode = ports.SubscribeNew
-	}
-	return nil
+	return pq, err
 }

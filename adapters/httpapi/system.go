@@ -6,17 +6,9 @@ import (
 
 	"github.com/gorilla/mux"
 
+	"github.com/queen-go/queen/core/drain"
 	"github.com/queen-go/queen/ports"
 )
-
-// BufferStatus is the spool seen from the maintenance and status routes.
-type BufferStatus struct {
-	Pending     int64 // records spooled, not yet replayed
-	Failed      int64 // records quarantined (failed/)
-	FailedFiles int64
-	FailedBytes int64
-	DBHealthy   bool // the drain's view of the database
-}
 
 func (a *api) systemRoutes(r *mux.Router) {
 	r.HandleFunc("/api/v1/system/maintenance", a.handleMaintenanceGet).Methods(http.MethodGet)
@@ -26,9 +18,9 @@ func (a *api) systemRoutes(r *mux.Router) {
 	r.HandleFunc("/api/v1/status/buffers", a.handleBuffers).Methods(http.MethodGet)
 }
 
-func (a *api) buffers() BufferStatus {
+func (a *api) buffers() drain.Status {
 	if a.Buffers == nil {
-		return BufferStatus{DBHealthy: true}
+		return drain.Status{DBHealthy: true}
 	}
 	return a.Buffers()
 }

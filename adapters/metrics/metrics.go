@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/queen-go/queen/core/drain"
 	"github.com/queen-go/queen/core/fusion"
 	"github.com/queen-go/queen/core/push"
 )
@@ -25,7 +26,7 @@ type Sources struct {
 	// Maintenance reports push maintenance; Spool the spool's pending and failed
 	// records and whether the drain reaches the database.
 	Maintenance func() bool
-	Spool       func() (pending, failed int64, dbHealthy bool)
+	Spool       func() drain.Status
 }
 
 // Handler returns the /metrics/prometheus handler over a private registry.
@@ -90,11 +91,11 @@ func registerSpoolAndDatabase(src Sources, gauge, counter func(name, help string
 	}
 	if src.Spool != nil {
 		gauge("queen_file_buffer_pending", "Records in the spool not yet replayed into PostgreSQL.", nil,
-			func() float64 { p, _, _ := src.Spool(); return float64(p) })
+			func() float64 { return float64(src.Spool().Pending) })
 		gauge("queen_file_buffer_failed", "Spool records quarantined in failed/ (corrupt or rejected).", nil,
-			func() float64 { _, f, _ := src.Spool(); return float64(f) })
+			func() float64 { return float64(src.Spool().Failed) })
 		gauge("queen_file_buffer_db_healthy", "1 while the spool drain reaches PostgreSQL.", nil,
-			func() float64 { _, _, h := src.Spool(); return b2f(h) })
+			func() float64 { return b2f(src.Spool().DBHealthy) })
 	}
 	if src.DBCommits != nil {
 		counter("queen_db_commits_total", "Transactions committed in the broker's PostgreSQL database by every client (pg_stat_database.xact_commit; -1 when unreadable).", nil,

@@ -48,6 +48,7 @@ func BenchmarkAppend(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
+			s.Start()
 			defer s.Close()
 			recs := make([]spool.Record, 1024)
 			for i := range recs {
@@ -90,6 +91,7 @@ func BenchmarkReplay(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	s.Start()
 	defer s.Close()
 	chunk := make([]spool.Record, 1000)
 	for i := range chunk {

@@ -25,7 +25,14 @@ type FS struct {
 var (
 	_ ports.SpoolFS           = (*FS)(nil)
 	_ ports.SpoolFailedLister = (*FS)(nil)
+	_ ports.SpoolDirs         = Dirs{}
 )
+
+// Dirs opens spool directories on the local file system (or a mounted shared one).
+type Dirs struct{}
+
+// Open implements ports.SpoolDirs with New.
+func (Dirs) Open(path string) (ports.SpoolFS, error) { return New(path) }
 
 // New returns the spool directory dir, creating it and its failed/ subdirectory (mode
 // 0750: spooled payloads are message data, not for other users) when missing.

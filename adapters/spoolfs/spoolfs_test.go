@@ -70,6 +70,7 @@ func TestSpoolOpenLocked(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	s.Start()
 	if _, err := spool.Open(newFS(t, dir), spool.Options{}); !errors.Is(err, ports.ErrSpoolLocked) {
 		t.Fatalf("second Open = %v", err)
 	}
@@ -80,6 +81,7 @@ func TestSpoolOpenLocked(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Open after Close: %v", err)
 	}
+	s2.Start()
 	_ = s2.Close()
 }
 
@@ -129,6 +131,7 @@ func TestLockAcrossProcesses(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Open after the other process exited: %v", err)
 	}
+	s.Start()
 	_ = s.Close()
 }
 
@@ -215,6 +218,7 @@ func TestSpoolRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	s.Start()
 	var want []spool.Record
 	for i := range 10 {
 		r := record(i)
@@ -238,6 +242,7 @@ func TestSpoolRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	s.Start()
 	defer s.Close()
 	if st := s.Stats(); st.PendingRecords != 7 || st.PendingFiles != 3 {
 		t.Fatalf("stats after reopen %+v", st)

@@ -17,12 +17,6 @@ import (
 	"github.com/queen-go/queen/config"
 )
 
-// lambdaMargin is the least time left before the invocation deadline: closing the spool
-// and answering must fit in it (seconds, with a slow network file system in mind). A
-// bundle in flight may take up to DB_STATEMENT_TIMEOUT, so the margin grows to that
-// (plus the floor) when the invocation is long enough to afford it.
-const lambdaMargin = 10 * time.Second
-
 type dirList []string
 
 func (d *dirList) String() string { return strings.Join(*d, ",") }
@@ -77,8 +71,16 @@ func run(args, environ []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	defer cleanup()
+	job.Start()
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), cfg.StatementTimeout+5*time.Second)
+		defer cancel()
+		if err := job.Stop(sctx); err != nil {
+			fmt.Fprintf(stderr, "queen-drain: %v\n", err)
+		}
+	}()
 	if lambda.Running() {
-		lambda.Start(Invocation(job, dirs))
+		lambda.Serve(job, dirs, cfg.StatementTimeout)
 		return 0
 	}
 	deadline := time.Now().Add(100 * 365 * 24 * time.Hour)
@@ -97,20 +99,4 @@ func run(args, environ []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
-}
-
-// Invocation is one Lambda invocation: drain until lambdaMargin before its deadline.
-func Invocation(job *queen.DrainJob, dirs []string) lambda.Job {
-	return func(ctx context.Context) (any, error) {
-		deadline, ok := ctx.Deadline()
-		if !ok {
-			deadline = time.Now().Add(time.Minute)
-		}
-		margin := lambdaMargin
-		if m := job.Config.StatementTimeout + lambdaMargin; m < time.Until(deadline)/2 {
-			margin = m
-		}
-		sum, err := job.Run(ctx, dirs, deadline.Add(-margin))
-		return sum, err
-	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/queen-go/queen/adapters/postgres"
 	"github.com/queen-go/queen/adapters/spoolfs"
 	"github.com/queen-go/queen/config"
+	"github.com/queen-go/queen/core/drain"
 	"github.com/queen-go/queen/core/spool"
 )
 
@@ -46,6 +47,7 @@ func fixture(t *testing.T, q string, n int) (db, dir string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	sp.Start()
 	recs := make([]spool.Record, n)
 	for i := range recs {
 		recs[i] = spool.Record{Tenant: "00000000-0000-0000-0000-000000000001", Queue: q, Partition: fmt.Sprintf("p%d", i%2),
@@ -93,7 +95,7 @@ func TestDrainCommand(t *testing.T) {
 	if code := run([]string{"--dir", dir}, env, &out, &errb); code != 0 {
 		t.Fatalf("exit %d: %s %s", code, out.String(), errb.String())
 	}
-	var sum queen.JobSummary
+	var sum drain.JobSummary
 	if err := json.Unmarshal(out.Bytes(), &sum); err != nil {
 		t.Fatalf("summary %q: %v", out.String(), err)
 	}
@@ -137,6 +139,7 @@ func TestDrainSkipsAnOwnedDirectory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	owner.Start()
 	defer owner.Close()
 	var out, errb bytes.Buffer
 	if code := run([]string{"--dir", dir}, []string{"QUEEN_PG_URL=" + db, "LOG_LEVEL=warn"}, &out, &errb); code != 0 ||
@@ -162,20 +165,22 @@ func TestLambdaInvocation(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cleanup()
-	h := lambda.Handler(Invocation(job, []string{dir}))
+	job.Start()
+	defer job.Stop(context.Background())
+	h := lambda.Handler(job, []string{dir}, cfg.StatementTimeout)
 	event := json.RawMessage(`{"version":"0","detail-type":"Scheduled Event","source":"aws.events","detail":{}}`)
 
 	// A deadline already inside the margin: nothing is drained, nothing is lost.
-	short, cancel := context.WithTimeout(context.Background(), lambdaMargin/2)
+	short, cancel := context.WithTimeout(context.Background(), lambda.Margin/2)
 	res, err := h(short, event)
 	cancel()
-	if s := res.(queen.JobSummary); err != nil || s.Replayed != 0 || s.Remaining != 10 {
+	if s := res.(drain.JobSummary); err != nil || s.Replayed != 0 || s.Remaining != 10 {
 		t.Fatalf("short invocation: %+v, %v", res, err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), lambdaMargin+30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), lambda.Margin+30*time.Second)
 	defer cancel()
 	res, err = h(ctx, event)
-	if s := res.(queen.JobSummary); err != nil || s.Replayed != 10 || s.Remaining != 0 {
+	if s := res.(drain.JobSummary); err != nil || s.Replayed != 10 || s.Remaining != 0 {
 		t.Fatalf("invocation: %+v, %v", res, err)
 	}
 	if got := stored(t, db, "drain-lambda"); got["p0"] != 5 || got["p1"] != 5 {
@@ -201,7 +206,7 @@ func TestDrainPausedByPushMaintenance(t *testing.T) {
 	if code := run([]string{"--dir", dir}, env, &out, &errb); code != 0 {
 		t.Fatalf("exit %d: %s %s", code, out.String(), errb.String())
 	}
-	var sum queen.JobSummary
+	var sum drain.JobSummary
 	if err := json.Unmarshal(out.Bytes(), &sum); err != nil || sum.Replayed != 0 || sum.Remaining != 6 ||
 		len(sum.Dirs) != 1 || !sum.Dirs[0].Paused {
 		t.Fatalf("summary %s: %v", out.String(), err)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -41,12 +42,22 @@ func run(args []string) int {
 		fmt.Fprintf(os.Stderr, "queen-server: start: %v\n", err)
 		return 1
 	}
-	err = app.Run(ctx)
-	cleanup()
-	if err != nil {
-		app.Logger.Error("queen-server stopped", "err", err)
+	defer cleanup()
+	if err := app.Start(ctx); err != nil {
+		app.Logger().Error("queen-server: start", "err", err)
 		return 1
 	}
-	app.Logger.Info("queen-server stopped")
+	var failed error
+	select {
+	case <-ctx.Done():
+	case failed = <-app.Failed():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+	defer cancel()
+	if err := errors.Join(failed, app.Stop(sctx)); err != nil {
+		app.Logger().Error("queen-server stopped", "err", err)
+		return 1
+	}
+	app.Logger().Info("queen-server stopped")
 	return 0
 }

@@ -2,12 +2,14 @@ package consume
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/queen-go/queen/core/dedup"
+	"github.com/queen-go/queen/core/notify"
 	"github.com/queen-go/queen/ports"
 )
 
@@ -45,17 +47,18 @@ func IsUUID(s string) bool {
 	return err == nil
 }
 
-// Item converts an input into a store item, or reports why it cannot name a message.
-func (in AckInput) Item() (ports.AckItem, string) {
+// Item converts an input into a store item, or says (an *InputError) why it cannot name
+// a message.
+func (in AckInput) Item() (ports.AckItem, error) {
 	switch {
 	case in.TransactionID == "":
-		return ports.AckItem{}, "transactionId is required"
+		return ports.AckItem{}, &InputError{Msg: "transactionId is required"}
 	case in.PartitionID == "":
-		return ports.AckItem{}, "partitionId is required"
+		return ports.AckItem{}, &InputError{Msg: "partitionId is required"}
 	case !IsUUID(in.PartitionID):
-		return ports.AckItem{}, "partitionId is not a UUID"
+		return ports.AckItem{}, &InputError{Msg: "partitionId is not a UUID"}
 	case in.LeaseID != "" && !IsUUID(in.LeaseID):
-		return ports.AckItem{}, "invalid or expired lease"
+		return ports.AckItem{}, &InputError{Msg: "invalid or expired lease"}
 	}
 	group := in.Group
 	if group == "" {
@@ -64,20 +67,26 @@ func (in AckInput) Item() (ports.AckItem, string) {
 	return ports.AckItem{
 		PartitionID: strings.ToLower(in.PartitionID), Group: group, Hash: dedup.Hash(in.TransactionID),
 		TransactionID: in.TransactionID, Status: NormalizeStatus(in.Status), LeaseID: in.LeaseID, Error: in.Error,
-	}, ""
+	}, nil
 }
 
-// Ack applies acknowledgements and returns one result per input, in input order.
+// NotApplied is the error of an item the store did not take (api.md §5.3): its lease
+// expires and what it covered is delivered again.
+const NotApplied = "ack flush failed; lease will expire and redeliver"
+
+// Ack applies tenant's acknowledgements and returns one result per input, in input order.
 // Inputs that cannot name a message fail on their own; the rest go to the store in one
-// call.
-func (s *Service) Ack(ctx context.Context, inputs []AckInput) ([]ports.AckResult, error) {
+// call. When the store fails, the error is returned with results all the same: those
+// items fail with NotApplied. Every message moved to the dead-letter queue is announced
+// as a commit of its partition (its next messages can be claimed now).
+func (s *Service) Ack(ctx context.Context, tenant string, inputs []AckInput) ([]ports.AckResult, error) {
 	out := make([]ports.AckResult, len(inputs))
 	items := make([]ports.AckItem, 0, len(inputs))
 	pos := make([]int, 0, len(inputs))
 	for i, in := range inputs {
-		it, bad := in.Item()
-		if bad != "" {
-			out[i] = ports.AckResult{Error: bad}
+		it, err := in.Item()
+		if err != nil {
+			out[i] = ports.AckResult{Error: err.Error()}
 			continue
 		}
 		items = append(items, it)
@@ -88,10 +97,17 @@ func (s *Service) Ack(ctx context.Context, inputs []AckInput) ([]ports.AckResult
 	}
 	res, err := s.store.Ack(ctx, items)
 	if err != nil {
-		return nil, err
+		for _, p := range pos {
+			out[p].Error = NotApplied
+		}
+		return out, fmt.Errorf("consume: ack %d items: %w", len(items), err)
 	}
 	for k, r := range res {
 		out[pos[k]] = r
+		if r.DLQ {
+			s.opts.Commits.Announce(notify.Commit{Tenant: tenant, Queue: r.Queue, Partition: r.Partition,
+				Source: notify.DeadLettered})
+		}
 	}
 	return out, nil
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/queen-go/queen/core/envelope"
+	"github.com/queen-go/queen/core/notify"
 	"github.com/queen-go/queen/core/segment"
 	"github.com/queen-go/queen/ports"
 )
@@ -18,12 +19,18 @@ import (
 // Options tunes a Service; zero values take the defaults in brackets (api.md §6.2).
 type Options struct {
 	Sealer         *envelope.Sealer // opens encrypted payloads; nil = delivered as stored
-	Waker          *Waker           // [NewWaker()] shared with the push path's commit hook
-	PollInitial    time.Duration    // [100 ms] POP_WAIT_INITIAL_INTERVAL_MS
-	PollThreshold  int              // [3] POP_WAIT_BACKOFF_THRESHOLD
-	PollMultiplier float64          // [2.0] POP_WAIT_BACKOFF_MULTIPLIER
-	PollMax        time.Duration    // [1 s] POP_WAIT_MAX_INTERVAL_MS
-	Logger         *slog.Logger
+	Waker          *Waker           // [NewWaker()] parked pops wait on it; it hears of commits
+	Commits        *notify.Commits  // [none] hears of every dead-letter move
+	DefaultTimeout time.Duration    // [30 s] DEFAULT_TIMEOUT: long polls that give no timeout
+	// DefaultSubscription is where a new named group starts when its pop names no
+	// subscription mode: ports.SubscribeAll [default] or ports.SubscribeNew
+	// (DEFAULT_SUBSCRIPTION_MODE).
+	DefaultSubscription string
+	PollInitial         time.Duration // [100 ms] POP_WAIT_INITIAL_INTERVAL_MS
+	PollThreshold       int           // [3] POP_WAIT_BACKOFF_THRESHOLD
+	PollMultiplier      float64       // [2.0] POP_WAIT_BACKOFF_MULTIPLIER
+	PollMax             time.Duration // [1 s] POP_WAIT_MAX_INTERVAL_MS
+	Logger              *slog.Logger
 	// Paused, when set and true, makes every pop claim nothing (pop maintenance): it
 	// answers at once, or keeps a long poll parked without claiming.
 	Paused func() bool
@@ -32,6 +39,12 @@ type Options struct {
 func (o *Options) defaults() {
 	if o.Waker == nil {
 		o.Waker = NewWaker()
+	}
+	if o.DefaultTimeout <= 0 {
+		o.DefaultTimeout = 30 * time.Second
+	}
+	if o.DefaultSubscription != ports.SubscribeNew {
+		o.DefaultSubscription = ports.SubscribeAll
 	}
 	if o.PollInitial <= 0 {
 		o.PollInitial = 100 * time.Millisecond
@@ -102,20 +115,20 @@ type Message struct {
 	Attempt       int
 }
 
-// Pop claims messages for req. With wait > 0 an empty pop parks up to wait for a commit
-// to the queue (any queue for discovery pops). It returns nil when nothing was claimed,
-// and ctx's error when the client went away while parked.
-func (s *Service) Pop(ctx context.Context, req ports.PopRequest, wait time.Duration) (*Batch, error) {
-	if req.Group == "" {
-		req.Group = ports.QueueModeGroup
+// Pop claims messages for q (resolved by Request: an *InputError or
+// ErrDiscoveryRequired for a query it refuses). A long poll that claims nothing parks up
+// to its deadline for a commit to the queue (any queue for discovery pops). It returns
+// nil when nothing was claimed, and ctx's error when the client went away while parked.
+func (s *Service) Pop(ctx context.Context, q PopQuery) (*Batch, error) {
+	req, wait, err := s.Request(q)
+	if err != nil {
+		return nil, err
 	}
-	if !req.AutoAck && req.LeaseID == "" {
-		id, err := uuid.NewV7()
-		if err != nil {
-			return nil, fmt.Errorf("consume: lease id: %w", err)
-		}
-		req.LeaseID = id.String()
-	}
+	return s.pop(ctx, req, wait)
+}
+
+// pop claims for req, parking up to wait when nothing is there.
+func (s *Service) pop(ctx context.Context, req ports.PopRequest, wait time.Duration) (*Batch, error) {
 	deadline := time.Now().Add(wait)
 	for empties := 0; ; empties++ {
 		// Register before claiming: a commit between an empty claim and the wait
@@ -200,11 +213,7 @@ func (s *Service) park(req ports.PopRequest) *Wait {
 	if req.Queue == "" {
 		return s.opts.Waker.WaitAny(req.Group)
 	}
-	tenant := req.Tenant
-	if tenant == "" {
-		tenant = ports.DefaultTenant
-	}
-	return s.opts.Waker.Wait(Key(tenant, req.Queue), req.Group, req.Partition)
+	return s.opts.Waker.Wait(Key(req.Tenant, req.Queue), req.Group, req.Partition)
 }
 
 // interval is the re-check delay after the given number of consecutive empty pops.

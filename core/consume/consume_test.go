@@ -55,7 +55,7 @@ func TestPopReleasesClaimsOfAClientThatLeft(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		st := &fakeStore{claims: []ports.Claim{claimOf(t, codec, "1", "2")}, onPop: cancel}
 		s := New(st, codec, Options{})
-		b, err := s.Pop(ctx, ports.PopRequest{Queue: "q", AutoAck: autoAck, Batch: 10}, 0)
+		b, err := s.Pop(ctx, PopQuery{Queue: "q", AutoAck: autoAck, Batch: 10})
 		if b != nil || !errors.Is(err, context.Canceled) {
 			t.Fatalf("autoAck=%v: got %v, %v; want no batch and the context's error", autoAck, b, err)
 		}
@@ -71,7 +71,7 @@ func TestPopDecodesSpans(t *testing.T) {
 	c := claimOf(t, codec, "1", "2", "3", "4")
 	c.Start, c.End = 1, 2 // the segment extends beyond the span on both sides
 	s := New(&fakeStore{claims: []ports.Claim{c}}, codec, Options{})
-	b, err := s.Pop(context.Background(), ports.PopRequest{Queue: "q", Batch: 10}, 0)
+	b, err := s.Pop(context.Background(), PopQuery{Queue: "q", Batch: 10})
 	if err != nil || b == nil || len(b.Messages) != 2 || string(b.Messages[0].Data) != "2" || string(b.Messages[1].Data) != "3" {
 		t.Fatalf("got %+v, %v", b, err)
 	}
@@ -81,7 +81,7 @@ func TestPopDecodesSpans(t *testing.T) {
 	// A span the segments do not cover is refused, never delivered around the hole.
 	c.End = 5
 	s = New(&fakeStore{claims: []ports.Claim{c}}, codec, Options{})
-	if _, err := s.Pop(context.Background(), ports.PopRequest{Queue: "q", Batch: 10}, 0); !errors.Is(err, segment.ErrCorrupt) {
+	if _, err := s.Pop(context.Background(), PopQuery{Queue: "q", Batch: 10}); !errors.Is(err, segment.ErrCorrupt) {
 		t.Fatalf("uncovered span: %v", err)
 	}
 }
@@ -92,7 +92,7 @@ func TestPopPausedClaimsNothing(t *testing.T) {
 	popped := false
 	st := &fakeStore{claims: []ports.Claim{claimOf(t, codec, "1")}, onPop: func() { popped = true }}
 	s := New(st, codec, Options{Paused: func() bool { return true }, PollInitial: time.Millisecond})
-	b, err := s.Pop(context.Background(), ports.PopRequest{Queue: "q", Batch: 10}, 20*time.Millisecond)
+	b, err := s.Pop(context.Background(), PopQuery{Queue: "q", Batch: 10, Wait: true, Timeout: 20 * time.Millisecond})
 	if b != nil || err != nil || popped {
 		t.Fatalf("paused pop: %v, %v, store called %v", b, err, popped)
 	}
@@ -120,7 +120,7 @@ func TestPopReleasesAutoAckClaimsItCannotDeliver(t *testing.T) {
 	bad.PartitionID, bad.End = "00000000-0000-0000-0000-0000000000bb", 4
 	st := &fakeStore{claims: []ports.Claim{good, bad}}
 	s := New(st, codec, Options{})
-	if _, err := s.Pop(context.Background(), ports.PopRequest{Queue: "q", AutoAck: true, Batch: 10, Partitions: 2}, 0); !errors.Is(err, segment.ErrCorrupt) {
+	if _, err := s.Pop(context.Background(), PopQuery{Queue: "q", AutoAck: true, Batch: 10, Partitions: 2}); !errors.Is(err, segment.ErrCorrupt) {
 		t.Fatalf("uncovered span: %v", err)
 	}
 	if len(st.released) != 2 || !st.relAuto {
@@ -135,7 +135,7 @@ func TestStopEndsParkedPops(t *testing.T) {
 	s := New(&fakeStore{}, codec, Options{})
 	done := make(chan error, 1)
 	go func() {
-		b, err := s.Pop(context.Background(), ports.PopRequest{Queue: "q", Batch: 10}, time.Minute)
+		b, err := s.Pop(context.Background(), PopQuery{Queue: "q", Batch: 10, Wait: true, Timeout: time.Minute})
 		if b != nil {
 			err = errors.New("claimed something")
 		}
@@ -153,7 +153,7 @@ func TestStopEndsParkedPops(t *testing.T) {
 	}
 	// Later pops do not park either.
 	start := time.Now()
-	if b, err := s.Pop(context.Background(), ports.PopRequest{Queue: "q", Batch: 10}, time.Minute); b != nil || err != nil || time.Since(start) > time.Second {
+	if b, err := s.Pop(context.Background(), PopQuery{Queue: "q", Batch: 10, Wait: true, Timeout: time.Minute}); b != nil || err != nil || time.Since(start) > time.Second {
 		t.Fatalf("pop after Stop: %v, %v after %v", b, err, time.Since(start))
 	}
 }

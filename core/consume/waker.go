@@ -1,6 +1,10 @@
 package consume
 
-import "sync"
+import (
+	"sync"
+
+	"github.com/queen-go/queen/core/notify"
+)
 
 // Waker wakes parked pops when their queue receives a commit. Keys are
 // tenant + "\x1f" + queue (Key).
@@ -120,6 +124,9 @@ func (w *Waker) wake(wt *waiter, partition string) {
 	wt.woken, wt.by = true, partition
 	close(wt.ch)
 }
+
+// Committed is Notify as a commit subscriber (core/notify).
+func (w *Waker) Committed(c notify.Commit) { w.Notify(Key(c.Tenant, c.Queue), c.Partition) }
 
 // Notify reports a commit to partition of the queue key: it wakes the longest-parked
 // wildcard pop of each group, every pop pinned to the partition, and every discovery pop.

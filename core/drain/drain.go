@@ -76,9 +76,12 @@ type Drainer struct {
 	replayed    atomic.Int64
 	duplicates  atomic.Int64
 	quarantined atomic.Int64
+
+	stop context.CancelFunc // ends the background drain (Start); nil when not started
+	done chan struct{}
 }
 
-// New returns a Drainer of sp submitting through b.
+// New returns a Drainer of sp submitting through b; it starts nothing (see Start).
 func New(sp *spool.Spool, b *fusion.Batcher, opts Options) *Drainer {
 	opts.defaults()
 	d := &Drainer{spool: sp, batcher: b, opts: opts, kick: make(chan struct{}, 1)}
@@ -107,10 +110,48 @@ func (d *Drainer) Kick() {
 	}
 }
 
+// Status is the spool as the maintenance and status routes and the metrics show it.
+type Status struct {
+	Pending     int64 // records spooled, not yet replayed
+	Failed      int64 // records quarantined (failed/) or found corrupt
+	FailedFiles int64
+	FailedBytes int64
+	DBHealthy   bool // the drain's view of the database
+}
+
+// Status reports the spool and whether the database answered the last attempt.
+func (d *Drainer) Status() Status {
+	st := d.spool.Stats()
+	return Status{Pending: st.PendingRecords, Failed: st.Quarantined + st.CorruptRecords,
+		FailedFiles: st.FailedFiles, FailedBytes: st.FailedBytes, DBHealthy: d.Healthy()}
+}
+
 // Summary returns the counters so far and what remains spooled.
 func (d *Drainer) Summary() Summary {
 	return Summary{Replayed: d.replayed.Load(), Duplicates: d.duplicates.Load(),
 		Quarantined: d.quarantined.Load(), Remaining: d.spool.Stats().PendingRecords}
+}
+
+// Start runs the broker's background drain (Run) until Stop.
+func (d *Drainer) Start() {
+	if d.stop != nil {
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	d.stop, d.done = cancel, make(chan struct{})
+	go func() {
+		defer close(d.done)
+		d.Run(ctx)
+	}()
+}
+
+// Stop ends the background drain and waits for its current step.
+func (d *Drainer) Stop() {
+	if d.stop == nil {
+		return
+	}
+	d.stop()
+	<-d.done
 }
 
 // Run drains until ctx ends (the broker's background drain).

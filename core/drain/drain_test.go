@@ -45,11 +45,13 @@ func newFixture(t *testing.T, q string, n, parts int, opts Options) *fixture {
 	}
 	store := memory.NewStore()
 	b := fusion.New(store, codec, fusion.Options{})
-	t.Cleanup(func() { _ = b.Close(context.Background()) })
+	b.Start()
+	t.Cleanup(func() { _ = b.Stop(context.Background()) })
 	sp, err := spool.Open(memory.NewSpoolFS(), spool.Options{EventsPerFile: 7}) // several files
 	if err != nil {
 		t.Fatal(err)
 	}
+	sp.Start()
 	t.Cleanup(func() { _ = sp.Close() })
 	for i := range n {
 		if err := sp.Append(context.Background(), []spool.Record{{Tenant: tenant, Queue: q,

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/queen-go/queen/core/dedup"
+	"github.com/queen-go/queen/core/notify"
 	"github.com/queen-go/queen/core/segment"
 	"github.com/queen-go/queen/ports"
 )
@@ -144,9 +145,8 @@ func (b *Batcher) apply(fp flushPart, res ports.SegmentResult) []ref {
 	pl := fp.plan
 	switch res.Status {
 	case ports.SegmentQueued:
-		if b.opts.Committed != nil {
-			b.opts.Committed(fp.p.tenant, fp.p.queue, fp.p.partition)
-		}
+		b.opts.Commits.Announce(notify.Commit{Tenant: fp.p.tenant, Queue: fp.p.queue, Partition: fp.p.partition,
+			Source: notify.Pushed})
 		for j, r := range fp.refs {
 			first := fp.refs[pl.firsts[j]]
 			v := Result{

@@ -3,6 +3,8 @@ package fusion
 import (
 	"strings"
 	"sync"
+
+	"github.com/queen-go/queen/core/notify"
 )
 
 // forgetting asks a shard to drop the dedup state of every partition whose key starts
@@ -19,17 +21,17 @@ type forgetting struct {
 // the next flush of each partition makes the SQL probe the whole window again.
 //
 // Shard state belongs to the shard's goroutine, so the request travels to each shard like
-// a submission and is applied between two events there. After Close it does nothing: no
-// push is accepted any more.
+// a submission and is applied between two events there. Before Start there is nothing to
+// forget, and after Stop no push is accepted any more: then it does nothing.
 func (b *Batcher) ForgetQueue(tenant, queue string) {
 	prefix := partKey(tenant, queue, "")
 	var wg sync.WaitGroup
 	b.mu.RLock()
-	if b.closed {
+	if b.closed || !b.started {
 		b.mu.RUnlock()
 		return
 	}
-	// Under the read lock Close cannot close stop, so every shard's loop is still running
+	// Under the read lock Stop cannot close stop, so every shard's loop is still running
 	// and receives the request (it never blocks on anything that needs b.mu).
 	wg.Add(len(b.shards))
 	for _, s := range b.shards {
@@ -38,6 +40,9 @@ func (b *Batcher) ForgetQueue(tenant, queue string) {
 	b.mu.RUnlock()
 	wg.Wait()
 }
+
+// QueueChanged is ForgetQueue as a queue-change subscriber.
+func (b *Batcher) QueueChanged(c notify.QueueChange) { b.ForgetQueue(c.Tenant, c.Queue) }
 
 // forgetQueue drops the shard's dedup state of the partitions whose key starts with
 // prefix. Partition keys are tenant \x1f queue \x1f partition and names hold no control

@@ -63,7 +63,8 @@ func TestForgetQueueDropsOnlyThatQueue(t *testing.T) {
 func TestForgetQueueOnClosedBatcherReturns(t *testing.T) {
 	t.Parallel()
 	b := New(memory.NewStore(), testCodec(t), Options{Shards: 2})
-	if err := b.Close(t.Context()); err != nil {
+	b.Start()
+	if err := b.Stop(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	b.ForgetQueue(tenant, "q") // must not block on shards that have stopped
@@ -103,8 +104,9 @@ func TestForgetQueueDiscardsPendingWarmUp(t *testing.T) {
 		marks := &watermarks{sent: map[string][]int64{}}
 		store.BeforePush = marks.before
 		b := New(store, testCodec(t), Options{Shards: 1})
+		b.Start()
 		defer func() {
-			if err := b.Close(t.Context()); err != nil {
+			if err := b.Stop(t.Context()); err != nil {
 				t.Error(err)
 			}
 		}()

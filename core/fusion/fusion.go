@@ -12,6 +12,7 @@ import (
 
 	"github.com/zeebo/xxh3"
 
+	"github.com/queen-go/queen/core/notify"
 	"github.com/queen-go/queen/core/segment"
 	"github.com/queen-go/queen/core/vegas"
 	"github.com/queen-go/queen/ports"
@@ -63,10 +64,9 @@ type Options struct {
 	// CacheEntries bounds the dedup cache (hashes remembered across all shards, about
 	// 64 bytes each) [8,000,000 ≈ 512 MB, QUEEN_DEDUP_CACHE_MB]; negative disables it.
 	CacheEntries int
-	// Committed, when set, is called once per committed segment with its partition's
-	// name (from the goroutine routing the bundle's answers, so it must not block): parked
-	// pops wake on it.
-	Committed func(tenant, queue, partition string)
+	// Commits, when set, hears of every committed segment (announced from the goroutine
+	// routing the bundle's answers).
+	Commits *notify.Commits
 }
 
 func (o *Options) defaults() {
@@ -96,20 +96,22 @@ func (o *Options) defaults() {
 	}
 }
 
-// ErrClosed is logged for groups submitted after Close; they resolve to Error.
-var ErrClosed = errors.New("fusion: batcher closed")
+// ErrClosed is logged for groups submitted before Start or after Stop; they resolve to
+// Error.
+var ErrClosed = errors.New("fusion: batcher not running")
 
-// Batcher is the fusion layer. Create it with New; it runs until Close.
+// Batcher is the fusion layer. Create it with New; it runs from Start until Stop.
 type Batcher struct {
 	store  ports.SegmentStore
 	codec  *segment.Codec
 	opts   Options
 	shards []*shard
 
-	mu     sync.RWMutex // guards closed against concurrent Submit
-	closed bool
-	wg     sync.WaitGroup
-	stop   chan struct{}
+	mu      sync.RWMutex // guards started and closed against concurrent Submit
+	started bool
+	closed  bool
+	wg      sync.WaitGroup
+	stop    chan struct{}
 
 	warmSlots  chan struct{}   // semaphore of concurrent dedup cache warm-up reads
 	warmCtx    context.Context // cancelled by Close: warm-ups are optional work
@@ -122,7 +124,7 @@ type Batcher struct {
 	stats counters
 }
 
-// New starts a Batcher committing through store.
+// New returns a Batcher committing through store; it starts nothing (see Start).
 func New(store ports.SegmentStore, codec *segment.Codec, opts Options) *Batcher {
 	opts.defaults()
 	b := &Batcher{
@@ -137,6 +139,18 @@ func New(store ports.SegmentStore, codec *segment.Codec, opts Options) *Batcher 
 	for i := range b.shards {
 		b.shards[i] = newShard(b)
 	}
+	return b
+}
+
+// Start launches the shards and the summary logger. It does nothing when the Batcher
+// already started or stopped.
+func (b *Batcher) Start() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.started || b.closed {
+		return
+	}
+	b.started = true
 	for _, s := range b.shards {
 		b.wg.Add(1)
 		go func() {
@@ -149,7 +163,6 @@ func New(store ports.SegmentStore, codec *segment.Codec, opts Options) *Batcher 
 		defer b.wg.Done()
 		b.summarize()
 	}()
-	return b
 }
 
 // Submit hands groups to their shards; groups of one call that share a shard arrive
@@ -177,8 +190,8 @@ func (b *Batcher) Submit(groups ...*Group) {
 		if len(gs) == 0 {
 			continue
 		}
-		if b.closed {
-			b.opts.Logger.Warn("push after shutdown began", "groups", len(gs), "err", ErrClosed)
+		if b.closed || !b.started {
+			b.opts.Logger.Warn("push while fusion is not running", "groups", len(gs), "err", ErrClosed)
 			for _, g := range gs {
 				for k := range g.Frames {
 					complete(ref{g, k}, Result{Status: Error})
@@ -200,9 +213,9 @@ func (b *Batcher) shardOf(g *Group) int {
 	return int(h.Sum64() % uint64(len(b.shards)))
 }
 
-// Close stops accepting groups, commits everything already submitted and waits for the
+// Stop stops accepting groups, commits everything already submitted and waits for the
 // last flush, or until ctx ends.
-func (b *Batcher) Close(ctx context.Context) error {
+func (b *Batcher) Stop(ctx context.Context) error {
 	b.mu.Lock()
 	if !b.closed {
 		b.closed = true
@@ -219,7 +232,7 @@ func (b *Batcher) Close(ctx context.Context) error {
 	case <-done:
 		return nil
 	case <-ctx.Done():
-		return fmt.Errorf("fusion: close: %w", ctx.Err())
+		return fmt.Errorf("fusion: stop: %w", ctx.Err())
 	}
 }
 

@@ -74,7 +74,8 @@ func (g *gate) recorded() [][]ports.Segment {
 func newBatcher(t *testing.T, store *memory.Store, opts Options) *Batcher {
 	t.Helper()
 	b := New(store, testCodec(t), opts)
-	t.Cleanup(func() { _ = b.Close(t.Context()) })
+	b.Start()
+	t.Cleanup(func() { _ = b.Stop(t.Context()) })
 	return b
 }
 
@@ -82,6 +83,7 @@ func TestFireOnIdleCommitsWithoutWaitingForTheTick(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := memory.NewStore()
 		b := New(store, testCodec(t), Options{Hold: time.Hour})
+		b.Start()
 		var wg sync.WaitGroup
 		start := time.Now()
 		g := request(&wg, "q", "p", "a")
@@ -93,7 +95,7 @@ func TestFireOnIdleCommitsWithoutWaitingForTheTick(t *testing.T) {
 		if g.Results[0].Status != Queued || g.Results[0].Offset != 0 {
 			t.Fatalf("result = %+v, want queued at 0", g.Results[0])
 		}
-		if err := b.Close(t.Context()); err != nil {
+		if err := b.Stop(t.Context()); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -328,13 +330,14 @@ func TestCloseCommitsWhatWasSubmitted(t *testing.T) {
 	gt := newGate()
 	store.BeforePush = gt.before
 	b := New(store, testCodec(t), Options{Shards: 1})
+	b.Start()
 	var wg sync.WaitGroup
 	b.Submit(request(&wg, "q", "p", "a"))
 	<-gt.entered
 	late := request(&wg, "q", "p", "b")
 	b.Submit(late)
 	closed := make(chan error)
-	go func() { closed <- b.Close(t.Context()) }()
+	go func() { closed <- b.Stop(t.Context()) }()
 	time.Sleep(10 * time.Millisecond)
 	close(gt.release)
 	if err := <-closed; err != nil {
@@ -422,6 +425,7 @@ func TestSummaryLogLine(t *testing.T) {
 		log := slog.New(slog.NewTextHandler(&buf, nil))
 		store := memory.NewStore()
 		b := New(store, testCodec(t), Options{Logger: log, SummaryEvery: 10 * time.Second, Shards: 1})
+		b.Start()
 		var wg sync.WaitGroup
 		b.Submit(request(&wg, "q", "p1", "a"), request(&wg, "q", "p2", "b"), request(&wg, "q", "p3", "c"))
 		wg.Wait()
@@ -433,7 +437,7 @@ func TestSummaryLogLine(t *testing.T) {
 				t.Fatalf("summary %q lacks %q", line, want)
 			}
 		}
-		if err := b.Close(t.Context()); err != nil {
+		if err := b.Stop(t.Context()); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -477,6 +481,7 @@ func TestDedupCacheWarmsUpFromStoredHistory(t *testing.T) {
 			return nil
 		}
 		b := New(store, testCodec(t), Options{Shards: 1})
+		b.Start()
 		var wg sync.WaitGroup
 		for _, txns := range [][]string{{"x"}, {"y"}, {"a"}} {
 			g := request(&wg, "q", "p", txns...)
@@ -492,7 +497,7 @@ func TestDedupCacheWarmsUpFromStoredHistory(t *testing.T) {
 		if got != fmt.Sprint([]int64{-1, 3, -1}) {
 			t.Fatalf("verified watermarks sent = %s, want [-1 3 -1]", got)
 		}
-		if err := b.Close(t.Context()); err != nil {
+		if err := b.Stop(t.Context()); err != nil {
 			t.Fatal(err)
 		}
 	})

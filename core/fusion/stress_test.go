@@ -43,6 +43,7 @@ func stressRun(t *testing.T, seed uint64, limit int, hold time.Duration, failEve
 	}
 	b := New(store, testCodec(t), Options{Shards: 16, BundleMax: 3, MaxInflight: 1, Hold: hold,
 		Limiter: vegas.New(vegas.Options{Initial: limit, Min: limit, Max: limit})})
+	b.Start()
 	const submitters = 12
 	const partitions = 48
 	perPart := make([][]sub, partitions) // submission order per partition
@@ -99,7 +100,7 @@ func stressRun(t *testing.T, seed uint64, limit int, hold time.Duration, failEve
 			t.Fatalf("round %d: groups never completed (offered=%d limiter inflight=%d)", round, b.nOffered.Load(), b.opts.Limiter.InFlight())
 		}
 	}
-	if err := b.Close(t.Context()); err != nil {
+	if err := b.Stop(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	if n := b.opts.Limiter.InFlight(); n != 0 {

@@ -87,7 +87,7 @@ func (s *shard) warmNext() {
 
 // startWarm starts the read if a slot is free, and reports whether it did. This shard's
 // reads in flight stay within the capacity of s.warmed, so a finished read never blocks
-// on sending its result (not even after the shard's loop has ended at Close).
+// on sending its result (not even after the shard's loop has ended at Stop).
 func (s *shard) startWarm(key, pid string) bool {
 	if s.b.warmCtx.Err() != nil || s.warmReads >= cap(s.warmed) {
 		return false

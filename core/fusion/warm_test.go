@@ -43,8 +43,9 @@ func coldBatcher(t *testing.T, parts int) (*Batcher, *heldRecent) {
 		}
 	}
 	b := New(store, testCodec(t), Options{Shards: 1})
+	b.Start()
 	t.Cleanup(func() {
-		if err := b.Close(context.Background()); err != nil {
+		if err := b.Stop(context.Background()); err != nil {
 			t.Error(err)
 		}
 	})

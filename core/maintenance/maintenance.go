@@ -33,19 +33,15 @@ type Flags struct {
 	done chan struct{}
 }
 
-// New returns the flags, read once from store (off when unreadable).
-func New(ctx context.Context, store ports.SystemState, opts Options) *Flags {
+// New returns the flags, all off until Start reads them.
+func New(store ports.SystemState, opts Options) *Flags {
 	if opts.Refresh <= 0 {
 		opts.Refresh = time.Second
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	f := &Flags{store: store, opts: opts}
-	if err := f.Refresh(ctx); err != nil {
-		opts.Logger.Warn("maintenance: flags unreadable at start, assuming off", "err", err)
-	}
-	return f
+	return &Flags{store: store, opts: opts}
 }
 
 // Push reports push maintenance.
@@ -104,8 +100,15 @@ func (f *Flags) apply(key string, on bool) {
 	}
 }
 
-// Start re-reads the flags every Refresh until Close.
-func (f *Flags) Start() {
+// Start reads the flags (they stay off when unreadable), then re-reads them every
+// Refresh until Stop.
+func (f *Flags) Start(ctx context.Context) {
+	if f.stop != nil {
+		return
+	}
+	if err := f.Refresh(ctx); err != nil {
+		f.opts.Logger.Warn("maintenance: flags unreadable at start, assuming off", "err", err)
+	}
 	f.stop, f.done = make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(f.done)
@@ -126,8 +129,8 @@ func (f *Flags) Start() {
 	}()
 }
 
-// Close stops the refresh goroutine.
-func (f *Flags) Close() {
+// Stop ends the refresh goroutine.
+func (f *Flags) Stop() {
 	if f.stop != nil {
 		close(f.stop)
 		<-f.done

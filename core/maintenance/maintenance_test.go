@@ -58,15 +58,15 @@ func TestFlags(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		st := &fakeState{flags: map[string]bool{ports.MaintenancePop: true}}
 		var changes []string
-		f := New(context.Background(), st, Options{Refresh: time.Second, Changed: func(k string, on bool) {
+		f := New(st, Options{Refresh: time.Second, Changed: func(k string, on bool) {
 			if on {
 				changes = append(changes, k+"=on")
 			} else {
 				changes = append(changes, k+"=off")
 			}
 		}})
-		f.Start()
-		defer f.Close()
+		f.Start(context.Background())
+		defer f.Stop()
 		if f.Push() || !f.Pop() {
 			t.Fatalf("initial flags push=%v pop=%v", f.Push(), f.Pop())
 		}
@@ -106,7 +106,7 @@ func TestFlags(t *testing.T) {
 func TestRefreshDoesNotUndoAConcurrentSet(t *testing.T) {
 	t.Parallel()
 	st := &fakeState{flags: map[string]bool{}}
-	f := New(context.Background(), st, Options{})
+	f := New(st, Options{})
 	st.afterRead = func() {
 		st.afterRead = nil
 		if err := f.Set(context.Background(), ports.MaintenancePush, true); err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/queen-go/queen/core/envelope"
 	"github.com/queen-go/queen/core/fusion"
 	"github.com/queen-go/queen/core/names"
+	"github.com/queen-go/queen/core/notify"
 	"github.com/queen-go/queen/core/segment"
 	"github.com/queen-go/queen/core/spool"
 	"github.com/queen-go/queen/ports"
@@ -95,9 +96,8 @@ type Options struct {
 	// Transactions and Codec enable Transaction (api.md §5.4).
 	Transactions ports.TransactionStore
 	Codec        *segment.Codec
-	// Committed, when set, is called for every segment a transaction committed, with
-	// its partition's name.
-	Committed func(tenant, queue, partition string)
+	// Commits, when set, hears of every segment a transaction committed.
+	Commits *notify.Commits
 
 	// Spool, when set, keeps what the database did not take: items of a failed bundle
 	// are spooled and answered buffered (failed when the spool write fails too).
@@ -403,6 +403,9 @@ func (s *Service) encryptionEnabled(ctx context.Context, tenant, queue string) b
 	s.mu.Unlock()
 	return on
 }
+
+// QueueChanged is Forget as a queue-change subscriber.
+func (s *Service) QueueChanged(c notify.QueueChange) { s.Forget(c.Tenant, c.Queue) }
 
 // Forget drops cached per-queue flags (called when a queue is reconfigured).
 func (s *Service) Forget(tenant, queue string) {

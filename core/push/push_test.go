@@ -33,7 +33,8 @@ func newFixture(t *testing.T, opts Options) *fixture {
 	}
 	store := memory.NewStore()
 	b := fusion.New(store, codec, fusion.Options{})
-	t.Cleanup(func() { _ = b.Close(context.Background()) })
+	b.Start()
+	t.Cleanup(func() { _ = b.Stop(context.Background()) })
 	if opts.Settings == nil {
 		opts.Settings = store
 	}

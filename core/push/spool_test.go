@@ -21,6 +21,7 @@ func spoolFixture(t *testing.T, divert *atomic.Bool) (*fixture, *memory.SpoolFS,
 	if err != nil {
 		t.Fatal(err)
 	}
+	sp.Start()
 	t.Cleanup(func() { _ = sp.Close() })
 	failed := new(atomic.Int32)
 	f := newFixture(t, Options{Spool: sp, Divert: divert.Load, BundleFailed: func() { failed.Add(1) }})

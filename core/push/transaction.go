@@ -9,6 +9,7 @@ import (
 
 	"github.com/queen-go/queen/core/consume"
 	"github.com/queen-go/queen/core/dedup"
+	"github.com/queen-go/queen/core/notify"
 	"github.com/queen-go/queen/core/segment"
 	"github.com/queen-go/queen/ports"
 )
@@ -65,9 +66,9 @@ func (s *Service) Transaction(ctx context.Context, tenant, producerSub string, o
 		if op.Ack == nil {
 			continue
 		}
-		it, bad := op.Ack.Item()
-		if bad != "" {
-			return nil, &ports.RollbackError{Reason: "bad_request", Msg: fmt.Sprintf("operation %d: %s", i, bad)}
+		it, err := op.Ack.Item()
+		if err != nil {
+			return nil, &ports.RollbackError{Reason: "bad_request", Msg: fmt.Sprintf("operation %d: %v", i, err)}
 		}
 		acks = append(acks, it)
 		ackPos = append(ackPos, i)
@@ -82,9 +83,8 @@ func (s *Service) Transaction(ctx context.Context, tenant, producerSub string, o
 			res.PartitionID = r.PartitionID
 			res.Offset, res.HasOffset = r.BaseOffset+int64(l.frame), true
 		}
-		if s.opts.Committed != nil {
-			s.opts.Committed(tenant, segs[k].Queue, segs[k].Partition)
-		}
+		s.opts.Commits.Announce(notify.Commit{Tenant: tenant, Queue: segs[k].Queue, Partition: segs[k].Partition,
+			Source: notify.Transacted})
 	}
 	for k, r := range acked {
 		out[ackPos[k]].Ack = &r

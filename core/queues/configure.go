@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/queen-go/queen/core/names"
+	"github.com/queen-go/queen/core/notify"
 	"github.com/queen-go/queen/ports"
 )
 
@@ -108,7 +109,7 @@ func (s *Service) Configure(ctx context.Context, tenant string, req Request) (po
 	if err != nil {
 		return ports.QueueConfig{}, fmt.Errorf("configure: %w", err)
 	}
-	s.opts.Invalidate(tenant, req.Queue)
+	s.opts.Changes.Announce(notify.QueueChange{Tenant: tenant, Queue: req.Queue})
 	return stored, nil
 }
 

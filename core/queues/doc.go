@@ -10,9 +10,9 @@
 // The default namespace and task of a dotted name "ns.task..." are its first two parts,
 // as when a push creates the queue.
 //
-// After a configure or a deletion has committed, Options.Invalidate drops what this
-// broker cached about the queue (encryption flag, dedup watermarks), so the change
-// applies to the very next push.
+// After a configure or a deletion has committed, the service announces a queue change
+// (core/notify); its subscribers drop what this broker cached about the queue (encryption
+// flag, dedup watermarks), so the change applies to the very next push.
 //
 // The dead-letter listing decodes each row's copy of its segment (core/segment) and
 // returns the dead message's payload as raw JSON, decrypted when it was stored encrypted

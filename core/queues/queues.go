@@ -6,6 +6,7 @@ import (
 	"log/slog"
 
 	"github.com/queen-go/queen/core/envelope"
+	"github.com/queen-go/queen/core/notify"
 	"github.com/queen-go/queen/core/segment"
 	"github.com/queen-go/queen/ports"
 )
@@ -14,10 +15,10 @@ import (
 type Options struct {
 	Sealer *envelope.Sealer // [nil] encrypted dead letters are listed without data
 	Codec  *segment.Codec   // [a new codec] decodes dead-letter blobs
-	// Invalidate drops this broker's caches of a queue after it was reconfigured or
-	// deleted. [no-op]
-	Invalidate func(tenant, queue string)
-	Logger     *slog.Logger
+	// Changes, when set, hears of every queue this service reconfigured or deleted, once
+	// the change committed: subscribers drop what they cache about the queue.
+	Changes *notify.QueueChanges
+	Logger  *slog.Logger
 }
 
 // Service is the queue administration use case.
@@ -35,9 +36,6 @@ func New(store ports.QueueAdmin, opts Options) *Service {
 			panic(fmt.Sprintf("queues: segment codec: %v", err)) // fixed, valid options
 		}
 		opts.Codec = c
-	}
-	if opts.Invalidate == nil {
-		opts.Invalidate = func(string, string) {}
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
@@ -70,6 +68,6 @@ func (s *Service) DeleteQueue(ctx context.Context, tenant, queue string) (bool, 
 	}
 	// Also when it did not exist here: another broker may have deleted it while this one
 	// still caches it.
-	s.opts.Invalidate(tenant, queue)
+	s.opts.Changes.Announce(notify.QueueChange{Tenant: tenant, Queue: queue})
 	return existed, nil
 }

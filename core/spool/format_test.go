@@ -162,6 +162,8 @@ func FuzzDecode(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		s.Start()
+		t.Cleanup(func() { _ = s.Close() })
 		defer s.Close()
 		for {
 			b, err := s.Next(3)

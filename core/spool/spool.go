@@ -42,8 +42,8 @@ type Options struct {
 // DefaultEventsPerFile is the default of Options.EventsPerFile.
 const DefaultEventsPerFile = 10000
 
-// ErrClosed is returned by calls made after Close.
-var ErrClosed = errors.New("spool: closed")
+// ErrClosed is returned by calls made after Close, and by Append before Start.
+var ErrClosed = errors.New("spool: not running")
 
 // Stats are the spool's counters. Pending and Failed figures are current values; the
 // others count since Open.
@@ -113,6 +113,7 @@ type Spool struct {
 	// Appends that are handing over a request.
 	reqs    chan *appendReq
 	closeMu sync.RWMutex
+	started bool // the flusher runs (Start)
 	closed  bool
 	quit    chan struct{}
 	done    chan struct{}
@@ -149,7 +150,8 @@ const maxGroupRequests = 1024
 // Open takes ownership of the directory (ports.ErrSpoolLocked, wrapped, when another
 // owner has it), finalizes active files a dead process left, removes half-written
 // position files and orphan positions, and scans every pending file to rebuild the
-// per-partition pending counts and the replay position.
+// per-partition pending counts and the replay position. Replay works at once; Append
+// needs the group-commit flusher, which Start launches.
 func Open(fsys ports.SpoolFS, opts Options) (*Spool, error) {
 	if opts.EventsPerFile <= 0 {
 		opts.EventsPerFile = DefaultEventsPerFile
@@ -188,8 +190,19 @@ func Open(fsys ports.SpoolFS, opts Options) (*Spool, error) {
 		_ = unlock()
 		return nil, fmt.Errorf("spool: open: %w", err)
 	}
-	go s.run()
 	return s, nil
+}
+
+// Start launches the group-commit flusher that Append hands its records to. It does
+// nothing after the first call or after Close.
+func (s *Spool) Start() {
+	s.closeMu.Lock()
+	defer s.closeMu.Unlock()
+	if s.started || s.closed {
+		return
+	}
+	s.started = true
+	go s.run()
 }
 
 // parseName splits "queen-<ms>-<seq><ext>" into its parts; ok is false for any other name.
@@ -535,7 +548,7 @@ func (s *Spool) Append(ctx context.Context, recs []Record) error {
 		r.keys[i] = partKey{recs[i].Tenant, recs[i].Queue, recs[i].Partition}
 	}
 	s.closeMu.RLock()
-	if s.closed {
+	if s.closed || !s.started {
 		s.closeMu.RUnlock()
 		return ErrClosed
 	}
@@ -797,8 +810,11 @@ func (s *Spool) Close() error {
 	}
 	s.closed = true
 	close(s.quit)
+	started := s.started
 	s.closeMu.Unlock()
-	<-s.done
+	if started {
+		<-s.done
+	}
 	s.rmu.Lock()
 	defer s.rmu.Unlock()
 	s.wmu.Lock()

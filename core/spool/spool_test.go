@@ -52,6 +52,7 @@ func open(t *testing.T, m *memFS, opts Options) *Spool {
 	if err != nil {
 		t.Fatal(err)
 	}
+	s.Start()
 	t.Cleanup(func() { _ = s.Close() })
 	return s
 }
@@ -206,6 +207,8 @@ func TestCrashAfterAppend(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	s.Start()
+	t.Cleanup(func() { _ = s.Close() })
 	acked := recs(0, 10, "p")
 	for i := range acked {
 		appendAll(t, s, acked[i])
@@ -239,6 +242,8 @@ func TestCrashMidReplay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	s.Start()
+	t.Cleanup(func() { _ = s.Close() })
 	all := recs(0, 50, "p")
 	appendAll(t, s, all...)
 	b, err := s.Next(20)
@@ -291,6 +296,8 @@ func TestFullDisk(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			s.Start()
+			t.Cleanup(func() { _ = s.Close() })
 			acked := recs(0, 3, "a")
 			appendAll(t, s, acked...)
 			if tc.op == "create" {
@@ -365,6 +372,8 @@ func spoolFile(t *testing.T, rs []Record) (*memFS, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	s.Start()
+	t.Cleanup(func() { _ = s.Close() })
 	for i := range rs {
 		appendAll(t, s, rs[i])
 	}
@@ -585,6 +594,8 @@ func TestOpenRebuildsState(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	s.Start()
+	t.Cleanup(func() { _ = s.Close() })
 	all := append(recs(0, 6, "p1"), recs(6, 3, "p2")...)
 	for i := range all {
 		appendAll(t, s, all[i])
@@ -620,6 +631,8 @@ func TestLocked(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	s.Start()
+	t.Cleanup(func() { _ = s.Close() })
 	if _, err := Open(m.handle(), Options{}); !errors.Is(err, ports.ErrSpoolLocked) {
 		t.Fatalf("second Open = %v", err)
 	}
@@ -633,6 +646,8 @@ func TestLocked(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	s2.Start()
+	t.Cleanup(func() { _ = s2.Close() })
 	_ = s2.Close()
 }
 
@@ -743,6 +758,8 @@ func TestDamagedPositionReplaysFromStart(t *testing.T) {
 	t.Parallel()
 	m := newMemFS()
 	s, _ := Open(m, Options{})
+	s.Start()
+	t.Cleanup(func() { _ = s.Close() })
 	all := recs(0, 4, "p")
 	appendAll(t, s, all...)
 	b, _ := s.Next(2)
@@ -783,6 +800,8 @@ func TestQuarantineAgainAfterCrash(t *testing.T) {
 	t.Parallel()
 	m := newMemFS()
 	s, _ := Open(m, Options{})
+	s.Start()
+	t.Cleanup(func() { _ = s.Close() })
 	all := recs(0, 3, "p")
 	appendAll(t, s, all...)
 	b, _ := s.Next(10)

@@ -1,0 +1,22 @@
+package drain
+
+// Gate decides where a push goes: to the database, or straight to the spool. Every push
+// is diverted while push maintenance is on (the database is being worked on) and while
+// the drain knows the database to be away (then a push answers buffered at once instead
+// of each waiting for a failed connection). A push bundle that fails tells the gate the
+// database is away; the drain's next successful replay or ping brings it back.
+type Gate struct {
+	d           *Drainer
+	maintenance func() bool
+}
+
+// NewGate returns the gate of d's spool; maintenance reports push maintenance.
+func NewGate(d *Drainer, maintenance func() bool) *Gate {
+	return &Gate{d: d, maintenance: maintenance}
+}
+
+// Divert reports whether a push must go to the spool without trying the database.
+func (g *Gate) Divert() bool { return g.maintenance() || !g.d.Healthy() }
+
+// BundleFailed records that a push bundle did not reach the database.
+func (g *Gate) BundleFailed() { g.d.Unhealthy() }
