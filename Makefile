@@ -3,11 +3,12 @@
 GO    ?= go
 BIN   := bin
 WIRE  := $(GO) run github.com/google/wire/cmd/wire@v0.7.0
+STATICCHECK := $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # Seconds per measured phase of the push and consume benchmarks.
 QUEEN_BENCH_SECONDS ?= 10
 export QUEEN_BENCH_SECONDS
 
-.PHONY: all build lambda run test bench bench-consume bench-ack bench-restart bench-pipeline generate vet clean
+.PHONY: all build lambda run test check wire-check bench bench-consume bench-ack bench-restart bench-pipeline generate vet clean
 
 all: build
 
@@ -26,33 +27,42 @@ lambda:
 run: build
 	./$(BIN)/queen-server
 
-# Every test: unit tests, PostgreSQL integration tests (each test binary starts its own
-# throwaway cluster unless QUEEN_TEST_PG_URL is set), HTTP tests and fuzz seed corpora.
-test:
-	$(GO) vet ./...
-	$(GO) test -count=1 -timeout 15m ./...
+# Every test, under the race detector: unit tests, the ports' conformance suites,
+# PostgreSQL integration tests (each test binary starts its own throwaway cluster unless
+# QUEEN_TEST_PG_URL is set), the black-box HTTP tests in e2e/ (goleak checks that nothing
+# is left running), fuzz seed corpora; after the static checks.
+test: check
+	$(GO) test -race -count=1 -timeout 18m ./...
+
+# Static checks: go vet, staticcheck, and wire_gen.go up to date with wire.go.
+check: vet wire-check
+	$(STATICCHECK) ./...
+
+# Fails when wire_gen.go is stale (regenerate it with make generate and commit it).
+wire-check:
+	@$(WIRE) diff . || { echo "wire_gen.go is out of date: run make generate"; exit 1; }
 
 # Micro-benchmarks, then the push fusion benchmark against raw PostgreSQL inserts
 # (docs/benchmarks.md explains the figures).
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./core/...
-	$(GO) test -run '^$$' -bench PushFusion -benchtime 1x -timeout 30m .
+	$(GO) test -run '^$$' -bench PushFusion -benchtime 1x -timeout 30m ./bench/broker
 
 # The consume path: pop+ack throughput over a prefilled queue, and push-to-pop latency
 # under a paced producer (docs/benchmarks.md).
 bench-consume:
-	$(GO) test -run '^$$' -bench 'PopAck|PushToPop' -benchtime 1x -timeout 30m .
+	$(GO) test -run '^$$' -bench 'PopAck|PushToPop' -benchtime 1x -timeout 30m ./bench/broker
 
 # One ack/batch call by its size (10 to 5,000 items) and layout: µs per item must stay flat
 # (docs/benchmarks.md).
 bench-ack:
-	$(GO) test -run '^$$' -bench AckBatch -benchtime 3x -timeout 30m .
+	$(GO) test -run '^$$' -bench AckBatch -benchtime 3x -timeout 30m ./bench/broker
 
 # Pushes right after a broker restart, against the steady rate before it: how long the
 # new broker's empty dedup cache makes pushes probe whole windows (QUEEN_BENCH_HISTORY
 # segments per partition, default 300; docs/benchmarks.md).
 bench-restart:
-	$(GO) test -run '^$$' -bench PushAfterRestart -benchtime 1x -timeout 30m .
+	$(GO) test -run '^$$' -bench PushAfterRestart -benchtime 1x -timeout 30m ./bench/broker
 
 # The ordered pipeline of seed 001 for 60 s against a broker on a fresh embedded
 # PostgreSQL; prints the verifier's verdict (PIPELINE_SECONDS, PIPELINE_RATE, ...: see the

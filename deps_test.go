@@ -4,7 +4,9 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -27,13 +29,18 @@ var technologies = map[string]string{
 	"github.com/klauspost/compress/": "",
 }
 
-// imports lists, per package directory, the imports of its non-test Go files.
-func imports(t *testing.T, root string) map[string][]string {
+// imports lists, per package directory under root, the imports of its non-test Go
+// files (and of its tests too, with tests).
+func imports(t *testing.T, root string, tests ...bool) map[string][]string {
 	t.Helper()
+	withTests := len(tests) > 0 && tests[0]
 	out := make(map[string][]string)
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || (!withTests && strings.HasSuffix(path, "_test.go")) {
 			return err
+		}
+		if root == "." && filepath.Dir(path) != "." {
+			return nil // the root package only
 		}
 		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
 		if err != nil {
@@ -102,6 +109,96 @@ func TestDependencyRule(t *testing.T) {
 					t.Errorf("%s imports %s: that technology belongs in %q only", dir, p, allowed)
 				}
 			}
+		}
+	}
+}
+
+// TestRootOnlyWires enforces design.md §2 for the composition root: its code imports the
+// standard library, google/wire and this module's packages (the technologies stay in
+// their adapters), and its only test is this architecture test: black-box tests live in
+// e2e/, port behaviour in ports/porttest, benchmarks in bench/.
+func TestRootOnlyWires(t *testing.T) {
+	t.Parallel()
+	for _, p := range imports(t, ".")["."] {
+		if !isStd(p) && !hasPrefix(p, module, "github.com/google/wire") {
+			t.Errorf("the root package imports %s: it may import only the standard library, wire and this module", p)
+		}
+	}
+	tests, err := filepath.Glob("*_test.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tests) != 1 || tests[0] != "deps_test.go" {
+		t.Errorf("the root package's test files are %v: only the architecture test (deps_test.go) belongs here", tests)
+	}
+}
+
+// e2eAllowed are the packages black-box tests may use besides the standard library: the
+// broker's public constructor and configuration, a throwaway PostgreSQL, the leak check,
+// and the load tool's client-side library and verifier (the ordered-pipeline test drives
+// the broker over HTTP with them, as queen-bench does).
+var e2eAllowed = []string{module, module + "/config", module + "/adapters/pglocal/pgtest", "go.uber.org/goleak",
+	module + "/bench/load", module + "/bench/verify"}
+
+// TestE2EIsBlackBox: e2e/ speaks to the broker through its public API only.
+func TestE2EIsBlackBox(t *testing.T) {
+	t.Parallel()
+	found := imports(t, "e2e", true)
+	if len(found) == 0 {
+		t.Fatal("no Go files under e2e/: the black-box tests are missing")
+	}
+	for dir, imps := range found {
+		for _, p := range imps {
+			if !isStd(p) && !slices.Contains(e2eAllowed, p) {
+				t.Errorf("%s imports %s: e2e may import only the standard library and %v", dir, p, e2eAllowed)
+			}
+		}
+	}
+}
+
+// TestReadmeTreeMatchesPackages: the README's layout names every package of the module,
+// and nothing that is not one (each line of its tree block starts with a package path).
+func TestReadmeTreeMatchesPackages(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(b), "<!-- tree -->\n```\n")
+	tree, _, ok2 := strings.Cut(rest, "```")
+	if !ok || !ok2 {
+		t.Fatal("README.md has no tree block (a ``` block right after <!-- tree -->)")
+	}
+	listed := map[string]bool{}
+	for _, line := range strings.Split(tree, "\n") {
+		if f := strings.Fields(line); len(f) > 0 {
+			listed[strings.TrimSuffix(f[0], "/")] = true
+		}
+	}
+	actual := map[string]bool{}
+	err = filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && path != "." && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata" || d.Name() == "bin") {
+			return filepath.SkipDir
+		}
+		if !d.IsDir() && strings.HasSuffix(path, ".go") {
+			actual[filepath.ToSlash(filepath.Dir(path))] = true
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for dir := range actual {
+		if !listed[dir] {
+			t.Errorf("package %s is missing from the README's tree", dir)
+		}
+	}
+	for dir := range listed {
+		if !actual[dir] {
+			t.Errorf("the README's tree lists %s, which holds no Go package", dir)
 		}
 	}
 }

@@ -18,7 +18,7 @@ import (
 // ProvideMaintenance builds this broker's copy of the maintenance flags (App.Start reads
 // them and keeps them fresh).
 func ProvideMaintenance(store *postgres.Store, cfg config.Config, log *slog.Logger) *maintenance.Flags {
-	return maintenance.New(store, maintenance.Options{Refresh: cfg.MaintenanceMS, Logger: log})
+	return maintenance.New(store, maintenance.Options{Refresh: cfg.MaintenanceRefresh, Logger: log})
 }
 
 // ProvideSpool opens the push spool in the first usable directory of

@@ -70,11 +70,11 @@ type Config struct {
 
 	// Spool.
 
-	SpoolDir      string        `env:"FILE_BUFFER_DIR" envDefault:"" section:"Spool" help:"Directory of the crash-safe push spool (pushes the database could not take, and every push during maintenance). Default: QUEEN_DATA_DIR/buffers with the embedded PostgreSQL, else /var/lib/queen/buffers ($TMPDIR/queen-buffers when that cannot be created)."`
-	SpoolFlush    time.Duration `env:"FILE_BUFFER_FLUSH_MS" envDefault:"100" min:"1" section:"Spool" help:"Period of the spool drain loop when idle, in milliseconds."`
-	SpoolBatch    int           `env:"FILE_BUFFER_MAX_BATCH" envDefault:"100" min:"1" section:"Spool" help:"Spooled records per partition segment when the spool is replayed; a replay step reads this times QUEEN_V2_BUNDLE_MAX records."`
-	SpoolPerFile  int           `env:"FILE_BUFFER_EVENTS_PER_FILE" envDefault:"10000" min:"1" section:"Spool" help:"Records per spool file before it is rotated."`
-	MaintenanceMS time.Duration `env:"QUEEN_MAINTENANCE_REFRESH_MS" envDefault:"1000" min:"1" section:"Spool" help:"How often the broker re-reads the maintenance flags other brokers may have changed, in milliseconds."`
+	SpoolDir           string        `env:"FILE_BUFFER_DIR" envDefault:"" section:"Spool" help:"Directory of the crash-safe push spool (pushes the database could not take, and every push during maintenance). Default: QUEEN_DATA_DIR/buffers with the embedded PostgreSQL, else /var/lib/queen/buffers ($TMPDIR/queen-buffers when that cannot be created)."`
+	SpoolFlush         time.Duration `env:"FILE_BUFFER_FLUSH_MS" envDefault:"100" min:"1" section:"Spool" help:"Period of the spool drain loop when idle, in milliseconds."`
+	SpoolBatch         int           `env:"FILE_BUFFER_MAX_BATCH" envDefault:"100" min:"1" section:"Spool" help:"Spooled records per partition segment when the spool is replayed; a replay step reads this times QUEEN_V2_BUNDLE_MAX records."`
+	SpoolPerFile       int           `env:"FILE_BUFFER_EVENTS_PER_FILE" envDefault:"10000" min:"1" section:"Spool" help:"Records per spool file before it is rotated."`
+	MaintenanceRefresh time.Duration `env:"QUEEN_MAINTENANCE_REFRESH_MS" envDefault:"1000" min:"1" section:"Spool" help:"How often the broker re-reads the maintenance flags other brokers may have changed, in milliseconds."`
 
 	// Logging.
 

@@ -44,8 +44,8 @@ CREATE TABLE IF NOT EXISTS queen.queues (
 --
 -- No foreign key points from or to this table. PostgreSQL runs every foreign key of a
 -- row's table, either side, as an AFTER UPDATE trigger on each update of the row, keys
--- changed or not; three of them, with the CHECK on log_segments, cost 8% to 14% of the
--- pushing backend's CPU (measured).
+-- changed or not; three of them, with the CHECK on log_segments, were a tenth of the
+-- pushing backend's CPU (docs/benchmarks.md).
 -- What the keys guaranteed is kept by hand instead: provisioning inserts partitions only
 -- under queue rows it holds FOR KEY SHARE (002_push.sql), a pop's first contact takes the
 -- partition row FOR KEY SHARE before it inserts a cursor (004_pop.sql), and a queue
@@ -77,8 +77,8 @@ CREATE INDEX IF NOT EXISTS log_partitions_recent ON queen.log_partitions (queue_
 -- One row per committed push segment: frames [base_offset, base_offset + msg_count) of
 -- one partition in one zstd blob (layout in core/segment/doc.go). msg_count > 0 is
 -- checked by the allocator, the only writer, not by a CHECK constraint: PostgreSQL 15
--- parses a CHECK expression from its stored text on every INSERT statement (about 10%
--- of the segment insert, measured).
+-- parses a CHECK expression from its stored text on every INSERT statement, a visible
+-- share of each segment insert (docs/benchmarks.md).
 CREATE TABLE IF NOT EXISTS queen.log_segments (
     partition_id uuid        NOT NULL,
     base_offset  bigint      NOT NULL,

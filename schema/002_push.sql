@@ -1,26 +1,28 @@
--- The push path: the allocator (log_push_one_v1), the fused bundle (log_push_multi_v1)
+-- The push path: the allocator (log_push_one_v2), the fused bundle (log_push_multi_v2)
 -- and the covering-segment lookup (log_segment_at_v1). Seed 000 §4-5 is the specification.
+-- (The v1 functions answered jsonb; databases shared with older brokers keep them.)
 
--- log_push_one_v1 is the only place an offset is assigned. The caller has already
+-- log_push_one_v2 is the only place an offset is assigned. The caller has already
 -- resolved the partition id and its deduplication window and holds (or is about to take)
 -- the partition row lock; p_now is the bundle timestamp stored as the segment's created_at.
 --
--- Result (jsonb):
---   {"s":"q","p":<pid>,"b":<base offset>,"t":<created_at>,"w":<window s>}
---                                     queued: frame k is at offset b+k
---   {"s":"d","p":<pid>,"dups":[{"i":k,"off":o},...]}        duplicate: frames k match the
---                                     stored offsets o; nothing was written for the segment
-CREATE OR REPLACE FUNCTION queen.log_push_one_v1(
+-- Result: queued: o_base is the base offset (frame k is at o_base + k), the dup arrays
+-- are NULL. Duplicate: o_base is NULL and frames o_dup_idx[j] match the stored offsets
+-- o_dup_off[j]; nothing was written for the segment.
+CREATE OR REPLACE FUNCTION queen.log_push_one_v2(
     p_pid      uuid,
     p_window   integer,
     p_count    integer,
     p_hashes   bytea,
     p_verified bigint,
     p_blob     bytea,
-    p_now      timestamptz
-) RETURNS jsonb
+    p_now      timestamptz,
+    OUT o_base    bigint,
+    OUT o_dup_idx integer[],
+    OUT o_dup_off bigint[]
+)
 LANGUAGE plpgsql
--- Callers run it with plan_cache_mode = force_generic_plan (log_push_multi_v1 sets it
+-- Callers run it with plan_cache_mode = force_generic_plan (log_push_multi_v2 sets it
 -- for its whole call): its statements run thousands of times a second with the same
 -- shapes, and re-planning them on every call costs more than executing them. It is not
 -- set here because a SET clause costs a GUC save/restore on every call.
@@ -33,16 +35,15 @@ DECLARE
     v_all        bytea;
     v_hit        boolean;
     v_i          integer;
-    v_dups       jsonb;
     v_checked    boolean;
 BEGIN
     IF p_count IS NULL OR p_count < 1 THEN
-        RAISE EXCEPTION 'log_push_one_v1: msg_count must be positive, got %', p_count
+        RAISE EXCEPTION 'log_push_one_v2: msg_count must be positive, got %', p_count
             USING ERRCODE = '22023';
     END IF;
     -- A stride mismatch would mis-address acks silently: fail loudly instead.
     IF coalesce(octet_length(p_hashes), -1) <> 16 * p_count THEN
-        RAISE EXCEPTION 'log_push_one_v1: hash blob is % bytes, want 16 x % = %',
+        RAISE EXCEPTION 'log_push_one_v2: hash blob is % bytes, want 16 x % = %',
             octet_length(p_hashes), p_count, 16 * p_count
             USING ERRCODE = '22023';
     END IF;
@@ -68,14 +69,14 @@ BEGIN
         RETURNING last_offset INTO v_last;
         EXIT WHEN FOUND;
         IF v_checked THEN
-            RAISE EXCEPTION 'log_push_one_v1: partition % not found', p_pid USING ERRCODE = 'P0002';
+            RAISE EXCEPTION 'log_push_one_v2: partition % not found', p_pid USING ERRCODE = 'P0002';
         END IF;
 
         -- Probe before allocate, under the row lock: a duplicate writes nothing.
         SELECT last_offset, txns_start INTO v_last, v_txns_start
           FROM queen.log_partitions WHERE id = p_pid FOR NO KEY UPDATE;
         IF NOT FOUND THEN
-            RAISE EXCEPTION 'log_push_one_v1: partition % not found', p_pid USING ERRCODE = 'P0002';
+            RAISE EXCEPTION 'log_push_one_v2: partition % not found', p_pid USING ERRCODE = 'P0002';
         END IF;
         v_cutoff := clock_timestamp() - make_interval(secs => p_window);
         -- A watermark above the allocator cannot come from this partition's history (it
@@ -100,7 +101,7 @@ BEGIN
             END IF;
             IF v_hit THEN
                 -- Exact: aligned matches only, earliest original offset per incoming frame.
-                SELECT jsonb_agg(jsonb_build_object('i', m.i, 'off', m.off) ORDER BY m.i) INTO v_dups
+                SELECT array_agg(m.i ORDER BY m.i), array_agg(m.off ORDER BY m.i) INTO o_dup_idx, o_dup_off
                   FROM (
                     SELECT DISTINCT ON (inc.i) inc.i, t.base_offset + s.k AS off
                       FROM generate_series(0, p_count - 1) AS inc(i)
@@ -114,8 +115,8 @@ BEGIN
                          = substring(p_hashes FROM inc.i * 16 + 1 FOR 16)
                      ORDER BY inc.i, off
                   ) m;
-                IF v_dups IS NOT NULL THEN
-                    RETURN jsonb_build_object('s', 'd', 'p', p_pid, 'dups', v_dups);
+                IF o_dup_idx IS NOT NULL THEN
+                    RETURN;
                 END IF;
             END IF;
         END IF;
@@ -128,14 +129,15 @@ BEGIN
     INSERT INTO queen.log_txns (partition_id, end_offset, base_offset, created_at, hashes)
     VALUES (p_pid, v_last, v_last - p_count + 1, p_now, p_hashes);
 
-    RETURN jsonb_build_object('s', 'q', 'p', p_pid, 'b', v_last - p_count + 1, 't', p_now, 'w', p_window);
+    o_base := v_last - p_count + 1;
 END
 $$;
 
--- log_push_multi_v1 commits one fusion bundle: N segments, one per input ordinal, in one
--- transaction. Results come back as a jsonb array in input order (element k is the
--- log_push_one_v1 result of input k).
-CREATE OR REPLACE FUNCTION queen.log_push_multi_v1(
+-- log_push_multi_v2 commits one fusion bundle: N segments, one per input ordinal, in one
+-- transaction. It returns one row per input, in lock order (ascending partition id):
+-- the input's ordinal (1-based), its partition, and log_push_one_v2's verdict (base NULL
+-- for a duplicate), the bundle timestamp and the queue's dedup window in seconds.
+CREATE OR REPLACE FUNCTION queen.log_push_multi_v2(
     p_queues     text[],
     p_partitions text[],
     p_msg_counts integer[],
@@ -143,18 +145,21 @@ CREATE OR REPLACE FUNCTION queen.log_push_multi_v1(
     p_verified   bigint[],
     p_blobs      bytea[],
     p_tenants    uuid[] DEFAULT NULL
-) RETURNS jsonb
+) RETURNS TABLE (ord integer, partition_id uuid, base_offset bigint, created_at timestamptz,
+                 window_seconds integer, dup_idx integer[], dup_off bigint[])
 LANGUAGE plpgsql
--- Plan once (generic plans), also for the nested log_push_one_v1 calls: see there.
+-- Plan once (generic plans), also for the nested log_push_one_v2 calls: see there.
 SET plan_cache_mode = force_generic_plan
 AS $$
+#variable_conflict use_column
 DECLARE
     v_n       integer := coalesce(cardinality(p_queues), 0);
     v_tenants uuid[]  := p_tenants;
     v_ords    integer[];
     v_pids    uuid[];
     v_wins    integer[];
-    v_results jsonb[];
+    v_seen    boolean[];
+    v_r       record;
     v_now     timestamptz;
     v_k       integer;
     v_ord     integer;
@@ -169,13 +174,13 @@ BEGIN
     IF coalesce(cardinality(p_partitions), 0) <> v_n OR coalesce(cardinality(p_msg_counts), 0) <> v_n
        OR coalesce(cardinality(p_hashes), 0) <> v_n OR coalesce(cardinality(p_verified), 0) <> v_n
        OR coalesce(cardinality(p_blobs), 0) <> v_n OR coalesce(cardinality(v_tenants), 0) <> v_n THEN
-        RAISE EXCEPTION 'log_push_multi_v1: misaligned arrays (queues %, partitions %, msg_counts %, hashes %, verified %, blobs %, tenants %)',
+        RAISE EXCEPTION 'log_push_multi_v2: misaligned arrays (queues %, partitions %, msg_counts %, hashes %, verified %, blobs %, tenants %)',
             v_n, cardinality(p_partitions), cardinality(p_msg_counts), cardinality(p_hashes),
             cardinality(p_verified), cardinality(p_blobs), cardinality(v_tenants)
             USING ERRCODE = '22023';
     END IF;
     IF v_n = 0 THEN
-        RETURN '[]'::jsonb;
+        RETURN;
     END IF;
 
     -- 2. Provisioning skip. Resolving every ordinal's partition id is also the
@@ -232,7 +237,7 @@ BEGIN
         ON CONFLICT (queue_id, name) DO NOTHING;
     END LOOP;
     IF v_found IS DISTINCT FROM v_n THEN
-        RAISE EXCEPTION 'log_push_multi_v1: % of % (queue, partition) pairs could not be resolved', v_found, v_n
+        RAISE EXCEPTION 'log_push_multi_v2: % of % (queue, partition) pairs could not be resolved', v_found, v_n
             USING ERRCODE = 'P0002';
     END IF;
 
@@ -251,25 +256,30 @@ BEGIN
     v_now := clock_timestamp();
 
     -- 5. Per segment, in ascending partition id order, the allocator.
-    v_results := array_fill(NULL::jsonb, ARRAY[v_n]);
+    v_seen := array_fill(false, ARRAY[v_n]);
     v_done := 0;
+    created_at := v_now;
     FOR v_k IN 1 .. coalesce(cardinality(v_ords), 0) LOOP
         v_ord := v_ords[v_k];
-        IF v_results[v_ord] IS NULL THEN
+        IF NOT v_seen[v_ord] THEN
+            v_seen[v_ord] := true;
             v_done := v_done + 1;
         END IF;
-        v_results[v_ord] := queen.log_push_one_v1(
+        -- An expression, not a query: evaluated without executor start-up per segment.
+        v_r := queen.log_push_one_v2(
             v_pids[v_k], v_wins[v_k], p_msg_counts[v_ord], p_hashes[v_ord],
             p_verified[v_ord], p_blobs[v_ord], v_now);
+        ord := v_ord; partition_id := v_pids[v_k]; window_seconds := v_wins[v_k];
+        base_offset := v_r.o_base; dup_idx := v_r.o_dup_idx; dup_off := v_r.o_dup_off;
+        RETURN NEXT;
     END LOOP;
 
     -- 6. Completeness guard: every input ordinal produced exactly one result.
     IF v_done <> v_n THEN
-        RAISE EXCEPTION 'log_push_multi_v1: % of % inputs produced a result (queue or partition vanished)',
+        RAISE EXCEPTION 'log_push_multi_v2: % of % inputs produced a result (queue or partition vanished)',
             v_done, v_n
             USING ERRCODE = 'P0002';
     END IF;
-    RETURN to_jsonb(v_results);
 END
 $$;
 

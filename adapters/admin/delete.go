@@ -66,12 +66,12 @@ func deleteQueue(ctx context.Context, tx bun.Tx, tenant, queue string) (bool, er
 		// Dead letters go with the queue row (their queue key cascades).
 		for _, table := range []string{"queen.log_segments", "queen.log_txns", "queen.log_consumers"} {
 			if _, err := tx.NewDelete().TableExpr(table).
-				Where("partition_id IN (?)", bun.In(pids)).Exec(ctx); err != nil {
+				Where("partition_id IN (?)", bun.List(pids)).Exec(ctx); err != nil {
 				return false, err
 			}
 		}
 		if _, err := tx.NewDelete().TableExpr("queen.log_partitions").
-			Where("id IN (?)", bun.In(pids)).Exec(ctx); err != nil {
+			Where("id IN (?)", bun.List(pids)).Exec(ctx); err != nil {
 			return false, err
 		}
 	}

@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -12,24 +11,12 @@ import (
 	"github.com/queen-go/queen/ports"
 )
 
-// pushSQL is the whole fused bundle: one round trip, one commit. The statement is
-// prepared once per connection and cached by pgx.
-const pushSQL = `SELECT queen.log_push_multi_v1($1::text[], $2::text[], $3::int4[], $4::bytea[], $5::int8[], $6::bytea[], $7::uuid[])`
+// pushSQL is the whole fused bundle: one round trip, one commit, one typed row per
+// segment. The statement is prepared once per connection and cached by pgx.
+const pushSQL = `SELECT ord, partition_id::text, base_offset, created_at, window_seconds, dup_idx, dup_off
+	FROM queen.log_push_multi_v2($1::text[], $2::text[], $3::int4[], $4::bytea[], $5::int8[], $6::bytea[], $7::uuid[])`
 
-// segResult is one element of log_push_multi_v1's result array.
-type segResult struct {
-	S    string    `json:"s"`
-	P    string    `json:"p"`
-	B    int64     `json:"b"`
-	T    time.Time `json:"t"`
-	W    int64     `json:"w"` // dedup window, seconds
-	Dups []struct {
-		I   int   `json:"i"`
-		Off int64 `json:"off"`
-	} `json:"dups"`
-}
-
-// pushArgs are log_push_multi_v1's parallel arrays.
+// pushArgs are log_push_multi_v2's parallel arrays.
 type pushArgs struct {
 	queues, parts []string
 	tenants       []string // nil when every segment is the default tenant's
@@ -58,17 +45,58 @@ func newPushArgs(segs []ports.Segment) pushArgs {
 	return a
 }
 
-// pushBundle runs log_push_multi_v1 on q (a connection or a transaction) and returns the
-// raw result array.
+// pushBundle runs log_push_multi_v2 on q (a connection or a transaction) and returns
+// one result per segment, in input order.
 func pushBundle(ctx context.Context, q interface {
-	QueryRow(context.Context, string, ...any) pgx.Row
+	Query(context.Context, string, ...any) (pgx.Rows, error)
 }, segs []ports.Segment) ([]ports.SegmentResult, error) {
 	a := newPushArgs(segs)
-	var raw []byte
-	if err := q.QueryRow(ctx, pushSQL, a.queues, a.parts, a.counts, a.hashes, a.verified, a.blobs, a.tenants).Scan(&raw); err != nil {
+	rows, err := q.Query(ctx, pushSQL, a.queues, a.parts, a.counts, a.hashes, a.verified, a.blobs, a.tenants)
+	if err != nil {
 		return nil, err
 	}
-	return parsePushResults(raw, len(segs))
+	defer rows.Close()
+	out := make([]ports.SegmentResult, len(segs))
+	got := 0
+	for rows.Next() {
+		var (
+			ord      int32
+			r        ports.SegmentResult
+			base     *int64
+			window   int32
+			idx      []int32
+			dupOff   []int64
+			pid      string
+			creation time.Time
+		)
+		if err := rows.Scan(&ord, &pid, &base, &creation, &window, &idx, &dupOff); err != nil {
+			return nil, err
+		}
+		if ord < 1 || int(ord) > len(segs) || out[ord-1].Status != 0 || len(idx) != len(dupOff) {
+			return nil, fmt.Errorf("postgres: push: result for ordinal %d of %d (%d duplicates, %d offsets): %w",
+				ord, len(segs), len(idx), len(dupOff), ports.ErrInvalid)
+		}
+		r.PartitionID = pid
+		if base != nil {
+			r.Status, r.BaseOffset, r.CreatedAt = ports.SegmentQueued, *base, creation
+			r.Window = time.Duration(window) * time.Second
+		} else {
+			r.Status = ports.SegmentDuplicate
+			r.Dups = make([]ports.Dup, len(idx))
+			for k := range idx {
+				r.Dups[k] = ports.Dup{Index: int(idx[k]), Offset: dupOff[k]}
+			}
+		}
+		out[ord-1] = r
+		got++
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	if got != len(segs) {
+		return nil, fmt.Errorf("postgres: push: %d results for %d segments: %w", got, len(segs), ports.ErrInvalid)
+	}
+	return out, nil
 }
 
 // PushSegments implements ports.SegmentStore.
@@ -80,34 +108,6 @@ func (s *Store) PushSegments(ctx context.Context, segs []ports.Segment) ([]ports
 		return err
 	})
 	return out, err
-}
-
-// parsePushResults decodes log_push_multi_v1's jsonb result array.
-func parsePushResults(raw []byte, n int) ([]ports.SegmentResult, error) {
-	var rs []segResult
-	if err := json.Unmarshal(raw, &rs); err != nil {
-		return nil, fmt.Errorf("postgres: push: unparseable result: %w: %w", ports.ErrInvalid, err)
-	}
-	if len(rs) != n {
-		return nil, fmt.Errorf("postgres: push: %d results for %d segments: %w", len(rs), n, ports.ErrInvalid)
-	}
-	out := make([]ports.SegmentResult, n)
-	for i, r := range rs {
-		switch r.S {
-		case "q":
-			out[i] = ports.SegmentResult{Status: ports.SegmentQueued, PartitionID: r.P, BaseOffset: r.B,
-				CreatedAt: r.T, Window: time.Duration(r.W) * time.Second}
-		case "d":
-			dups := make([]ports.Dup, len(r.Dups))
-			for k, d := range r.Dups {
-				dups[k] = ports.Dup{Index: d.I, Offset: d.Off}
-			}
-			out[i] = ports.SegmentResult{Status: ports.SegmentDuplicate, PartitionID: r.P, Dups: dups}
-		default:
-			return nil, fmt.Errorf("postgres: push: result %d has status %q: %w", i, r.S, ports.ErrInvalid)
-		}
-	}
-	return out, nil
 }
 
 // SegmentAt implements ports.SegmentStore. This is the rare duplicate path: a plain,

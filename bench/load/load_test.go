@@ -63,13 +63,16 @@ func TestClientReadsEveryResponseFraming(t *testing.T) {
 
 func TestClientAbortUnblocksALongPoll(t *testing.T) {
 	t.Parallel()
-	release := make(chan struct{})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-release }))
+	release, arrived := make(chan struct{}), make(chan struct{}, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		arrived <- struct{}{}
+		<-release
+	}))
 	defer srv.Close()
 	defer close(release)
 	c, _ := NewClient(srv.URL, time.Minute)
 	go func() {
-		time.Sleep(50 * time.Millisecond)
+		<-arrived // the request is parked on the server
 		c.Abort()
 	}()
 	if _, _, err := c.Do("GET", "/", nil); err != ErrAborted {

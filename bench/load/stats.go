@@ -8,7 +8,6 @@ import (
 	"math/bits"
 	"sort"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -77,7 +76,6 @@ type Meter struct {
 	start  time.Time
 	out    io.Writer
 
-	mu       sync.Mutex
 	total    *Hist
 	interval atomic.Pointer[Hist]
 	last     map[string]int64

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/queen-go/queen/core/segment"
@@ -130,30 +131,26 @@ func TestPopReleasesAutoAckClaimsItCannotDeliver(t *testing.T) {
 
 // Stop (the broker's shutdown) ends parked long polls at once with nothing claimed.
 func TestStopEndsParkedPops(t *testing.T) {
-	t.Parallel()
-	codec, _ := segment.NewCodec(3)
-	s := New(&fakeStore{}, codec, Options{})
-	done := make(chan error, 1)
-	go func() {
-		b, err := s.Pop(context.Background(), PopQuery{Queue: "q", Batch: 10, Wait: true, Timeout: time.Minute})
-		if b != nil {
-			err = errors.New("claimed something")
+	synctest.Test(t, func(t *testing.T) {
+		codec, _ := segment.NewCodec(3)
+		s := New(&fakeStore{}, codec, Options{})
+		done := make(chan error, 1)
+		go func() {
+			b, err := s.Pop(context.Background(), PopQuery{Queue: "q", Batch: 10, Wait: true, Timeout: time.Minute})
+			if b != nil {
+				err = errors.New("claimed something")
+			}
+			done <- err
+		}()
+		synctest.Wait() // the pop is parked
+		start := time.Now()
+		s.Stop()
+		if err := <-done; err != nil || time.Since(start) != 0 {
+			t.Fatalf("parked pop after Stop: %v after %v of fake time", err, time.Since(start))
 		}
-		done <- err
-	}()
-	time.Sleep(20 * time.Millisecond)
-	s.Stop()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatal(err)
+		// Later pops do not park either.
+		if b, err := s.Pop(context.Background(), PopQuery{Queue: "q", Batch: 10, Wait: true, Timeout: time.Minute}); b != nil || err != nil || time.Since(start) != 0 {
+			t.Fatalf("pop after Stop: %v, %v after %v", b, err, time.Since(start))
 		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("a parked pop outlived Stop")
-	}
-	// Later pops do not park either.
-	start := time.Now()
-	if b, err := s.Pop(context.Background(), PopQuery{Queue: "q", Batch: 10, Wait: true, Timeout: time.Minute}); b != nil || err != nil || time.Since(start) > time.Second {
-		t.Fatalf("pop after Stop: %v, %v after %v", b, err, time.Since(start))
-	}
+	})
 }

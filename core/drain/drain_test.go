@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/queen-go/queen/adapters/memory"
@@ -169,52 +170,48 @@ func TestUntilStopsAtTheDeadline(t *testing.T) {
 }
 
 func TestRunPausesAndResumes(t *testing.T) {
-	t.Parallel()
-	var paused atomic.Bool
-	paused.Store(true)
-	f := newFixture(t, "q", 5, 1, Options{Interval: time.Millisecond, Paused: paused.Load})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		f.d.Run(ctx)
-	}()
-	time.Sleep(30 * time.Millisecond)
-	if n := len(f.seqs(t, "q", "p0")); n != 0 {
-		t.Fatalf("%d records replayed while paused", n)
-	}
-	paused.Store(false)
-	deadline := time.Now().Add(5 * time.Second)
-	for !f.sp.Empty() && time.Now().Before(deadline) {
-		time.Sleep(2 * time.Millisecond)
-	}
-	cancel()
-	<-done
-	if got := strings.Join(f.seqs(t, "q", "p0"), " "); got != "0 1 2 3 4" {
-		t.Fatalf("after resuming: %s", got)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		var paused atomic.Bool
+		paused.Store(true)
+		f := newFixture(t, "q", 5, 1, Options{Interval: time.Millisecond, Paused: paused.Load})
+		f.d.Start()
+		defer f.d.Stop()
+		time.Sleep(30 * time.Millisecond) // fake time: thirty idle re-checks
+		synctest.Wait()
+		if n := len(f.seqs(t, "q", "p0")); n != 0 {
+			t.Fatalf("%d records replayed while paused", n)
+		}
+		paused.Store(false)
+		for deadline := time.Now().Add(5 * time.Second); !f.sp.Empty(); time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("spool not drained after resuming")
+			}
+		}
+		if got := strings.Join(f.seqs(t, "q", "p0"), " "); got != "0 1 2 3 4" {
+			t.Fatalf("after resuming: %s", got)
+		}
+	})
 }
 
 func TestUnhealthyUntilTheDatabaseAnswers(t *testing.T) {
-	t.Parallel()
-	f := newFixture(t, "q", 0, 1, Options{Interval: time.Millisecond})
-	f.ping.up.Store(false)
-	f.d.Unhealthy()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go f.d.Run(ctx)
-	time.Sleep(20 * time.Millisecond)
-	if f.d.Healthy() {
-		t.Fatal("healthy while pings fail")
-	}
-	f.ping.up.Store(true)
-	deadline := time.Now().Add(5 * time.Second)
-	for !f.d.Healthy() {
-		if time.Now().After(deadline) {
-			t.Fatal("never healthy again after the database came back")
+	synctest.Test(t, func(t *testing.T) {
+		f := newFixture(t, "q", 0, 1, Options{Interval: time.Millisecond})
+		f.ping.up.Store(false)
+		f.d.Unhealthy()
+		f.d.Start()
+		defer f.d.Stop()
+		time.Sleep(20 * time.Millisecond) // fake time: several failed pings
+		synctest.Wait()
+		if f.d.Healthy() {
+			t.Fatal("healthy while pings fail")
 		}
-		time.Sleep(2 * time.Millisecond)
-	}
+		f.ping.up.Store(true)
+		for deadline := time.Now().Add(5 * time.Second); !f.d.Healthy(); time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("never healthy again after the database came back")
+			}
+		}
+	})
 }
 
 // A batch that kept failing with the database up is taken apart record by record; if

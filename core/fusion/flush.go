@@ -52,7 +52,8 @@ func (b *Batcher) flush(bundle []flushPart) {
 		}
 		// Chain: this goroutine carries the next bundle to the database at once, and
 		// the answers of this one are routed beside it. A fresh goroutine for the next
-		// bundle waited about 0.15 ms for a core, with the database idle, per commit.
+		// bundle would first wait for a core, with the database idle, on every commit
+		// (docs/benchmarks.md).
 		b.fireOffers() // more free permits (a limit above 1): more bundles
 		go b.finish(bundle, segs, results, err)
 		bundle = next

@@ -13,10 +13,10 @@ package fusion
 // that waits, not one shard's share of it. If each shard kept its partitions, a bundle
 // would hold at most what one of the Shards shards accumulated, so with S shards the
 // segments per commit would be capped near concurrency/S however few permits there are
-// (about 5 with 8 shards and 64 single-message clients). Asking the waiting shards for
+// (a handful with 8 shards and 64 single-message clients). Asking the waiting shards for
 // their partitions when a permit frees costs a round trip through each shard's
-// goroutine, about 0.4 ms per bundle on 2 busy cores while the permit sits idle; an
-// offer is ready before the permit frees. Each shard still owns its state: only its own
+// goroutine per bundle while the permit sits idle; an offer is ready before the permit
+// frees. Each shard still owns its state: only its own
 // goroutine takes its partitions, and their outcome comes back to it as for its own
 // bundles (shard.complete).
 //

@@ -50,10 +50,10 @@ type seen struct {
 // At most one read per partition per warmRetry, warmParallel reads at a time. A
 // partition that finds no free slot waits in the shard's queue and is read as soon as
 // one frees (warmNext): after a restart every active partition is cold at once, and
-// reading them back to back ends the window-wide probes of their pushes in seconds
-// (measured with 1,000 partitions: recovery took about 25 s when a read only started on
-// a commit that found a free slot). The read runs off the shard goroutine and its
-// result comes back through s.warmed.
+// reading them back to back ends the window-wide probes of their pushes sooner than
+// starting a read only on a commit that finds a free slot (docs/benchmarks.md, "Pushes
+// after a broker restart"). The read runs off the shard goroutine and its result comes
+// back through s.warmed.
 func (s *shard) warm(key, pid string) {
 	if _, pending := s.warming[key]; pending {
 		return

@@ -41,10 +41,10 @@ var ErrCorrupt = errors.New("segment: corrupt blob")
 
 // SmallSegmentBytes is the packed size below which segments are compressed at zstd's
 // fastest level, without entropy coding of literals, whatever the configured level: on
-// inputs this small the higher levels spend more time resetting their match tables
-// (about 6 µs per call at level 3, 0.5 µs at the fastest) than they save in bytes, and
-// building Huffman tables for a few hundred literal bytes cost about 5% of the broker's
-// CPU under single-message pushes, where most segments are one or two frames.
+// inputs this small the higher levels spend more time resetting their match tables than
+// they save in bytes, and building Huffman tables for a few hundred literal bytes is a
+// visible share of the broker's CPU under single-message pushes, where most segments
+// are one or two frames (docs/benchmarks.md, "Micro-benchmarks").
 const SmallSegmentBytes = 4 << 10
 
 // Codec compresses and decompresses blobs. It is safe for concurrent use.

@@ -138,9 +138,8 @@ type Spool struct {
 	failedFiles, failedBytes, corrupt, appended, fsyncs, replayed, quarantined atomic.Int64
 
 	// rmu serialises replay (Next, Commit, Quarantine).
-	rmu   sync.Mutex
-	cur   *Batch
-	batch uint64
+	rmu sync.Mutex
+	cur *Batch
 }
 
 // maxGroupRequests bounds the Appends merged into one write (and one allocation of the

@@ -16,6 +16,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"go.uber.org/goleak"
 
 	"github.com/queen-go/queen/adapters/pglocal"
 )
@@ -44,12 +45,20 @@ var cluster struct {
 
 var dbSeq atomic.Int64
 
-// Main runs the package's tests (call from TestMain: `func TestMain(m *testing.M) { pgtest.Main(m) }`)
-// and stops the throwaway cluster if this process started one; it exits with m.Run's code.
-func Main(m *testing.M) {
+// Main runs the package's tests (call from TestMain: `func TestMain(m *testing.M) { pgtest.Main(m) }`),
+// stops the throwaway cluster if this process started one, and then fails the run when a
+// goroutine is left behind (goleak; opts add ignores): every pool, broker and component a
+// test started must be stopped by it. It exits with m.Run's code, or 1 on a leak.
+func Main(m *testing.M, opts ...goleak.Option) {
 	code := m.Run()
 	if err := shutdown(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
+	}
+	if code == 0 {
+		if err := goleak.Find(opts...); err != nil {
+			fmt.Fprintf(os.Stderr, "pgtest: goroutines left behind by the tests: %v\n", err)
+			code = 1
+		}
 	}
 	os.Exit(code)
 }
