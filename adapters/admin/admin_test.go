@@ -40,6 +40,9 @@ func newFixture(t *testing.T, opts Options) *fixture {
 		t.Fatal(err)
 	}
 	db := s.DB()
+	// The handle's connection opener is a goroutine of its own (pgtest.Main fails the
+	// package on leaked goroutines); closing it leaves the store's pool to s.Close.
+	t.Cleanup(func() { _ = db.Close() })
 	if opts.Discard == nil {
 		opts.Discard = postgres.DiscardConn
 	}

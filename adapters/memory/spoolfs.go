@@ -2,6 +2,7 @@ package memory
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io/fs"
 	"maps"
@@ -13,10 +14,18 @@ import (
 	"github.com/queen-go/queen/ports"
 )
 
-// SpoolFS is an in-memory ports.SpoolFS for core tests that models what survives a crash: every file keeps
-// its written bytes and its synced bytes apart, and the directory keeps its current names
-// and its synced names apart. crash returns the state a machine would reboot with:
-// synced names, each with its synced bytes. Every operation can be made to fail.
+// SpoolFS is an in-memory ports.SpoolFS for core tests that models what survives a
+// crash: every file keeps its written bytes and its synced bytes apart, and the directory
+// keeps its current names and its synced names apart. Crash returns the state a machine
+// would reboot with: synced names, each with its synced bytes. Every operation can be
+// made to fail (SetFault).
+//
+// Apart from durability it behaves as adapters/spoolfs does on a real directory, which
+// the conformance suite (ports/porttest.SpoolFS) checks for both: names are validated the
+// same way, failed/ always exists, a closed file refuses writes, syncs and a second
+// Close with fs.ErrClosed, and Mkdir makes the subdirectories listings must skip. Unlike
+// adapters/spoolfs it keeps no LOCK file in the directory: the lock is a flag shared by
+// the handles of one directory.
 type SpoolFS struct {
 	st *spoolStore
 }
@@ -25,7 +34,11 @@ type spoolStore struct {
 	mu      sync.Mutex
 	cur     map[string]*inode // names now
 	durable map[string]*inode // names as of the last SyncDir
-	locked  bool
+	// dirs are the subdirectories: "failed" (always there, as adapters/spoolfs makes it
+	// at New) and those Mkdir made, "x" or "failed/x". They are not files: listings skip
+	// them and file operations refuse their names, as on a real directory.
+	dirs   map[string]bool
+	locked bool
 
 	// fault, when set, is called before every operation ("create", "write", "sync",
 	// "rename", "remove", "syncdir", "read", "list", "lock") with the file name; a
@@ -47,7 +60,8 @@ type inode struct {
 
 // NewSpoolFS returns an empty directory.
 func NewSpoolFS() *SpoolFS {
-	return &SpoolFS{st: &spoolStore{cur: map[string]*inode{}, durable: map[string]*inode{}}}
+	return &SpoolFS{st: &spoolStore{cur: map[string]*inode{}, durable: map[string]*inode{},
+		dirs: map[string]bool{strings.TrimSuffix(failedPrefix, "/"): true}}}
 }
 
 // Handle returns a second SpoolFS over the same directory (another process's view).
@@ -63,8 +77,42 @@ func (m *SpoolFS) Crash() *SpoolFS {
 		n.st.cur[name] = c
 		n.st.durable[name] = c
 	}
+	maps.Copy(n.st.dirs, m.st.dirs)
 	return n
 }
+
+// Mkdir makes an empty subdirectory, "x" or "failed/x" (durable at once, as if an
+// operator had made it long ago). The spool never makes one; tests use it to check that
+// listings report regular files only.
+func (m *SpoolFS) Mkdir(name string) error {
+	if err := validName(name); err != nil {
+		return err
+	}
+	m.st.mu.Lock()
+	defer m.st.mu.Unlock()
+	if m.st.cur[name] != nil || m.st.dirs[name] {
+		return &fs.PathError{Op: "mkdir", Path: name, Err: fs.ErrExist}
+	}
+	m.st.dirs[name] = true
+	return nil
+}
+
+// errIsDir is the error of a file operation on a subdirectory's name (EISDIR).
+var errIsDir = errors.New("is a directory")
+
+// validName refuses, as adapters/spoolfs does, every name but a plain file name or
+// "failed/" followed by one: nothing that could leave the directory ("..", separators,
+// absolute paths) and nothing empty.
+func validName(name string) error {
+	rest, _ := strings.CutPrefix(name, failedPrefix)
+	if rest == "" || rest == "." || rest == ".." || strings.ContainsAny(rest, `/\`+"\x00") {
+		return fmt.Errorf("memfs: invalid name %q", name)
+	}
+	return nil
+}
+
+// failedPrefix starts the names of the quarantine subdirectory's files.
+const failedPrefix = "failed/"
 
 // SetFault sets (nil: clears) the fault injected before every operation ("create",
 // "write", "sync", "rename", "remove", "syncdir", "read", "list", "lock"); with partial,
@@ -117,6 +165,9 @@ func (m *SpoolFS) Put(name string, data []byte) {
 	m.st.durable[name] = ino
 }
 
+// Lock implements ports.SpoolFS: one owner per directory, across every handle
+// (Handle) of it. The returned unlock releases the lock once; calling it again does
+// nothing, so a stale unlock cannot release a later owner's lock.
 func (m *SpoolFS) Lock() (func() error, error) {
 	m.st.mu.Lock()
 	defer m.st.mu.Unlock()
@@ -138,6 +189,8 @@ func (m *SpoolFS) Lock() (func() error, error) {
 	}, nil
 }
 
+// List implements ports.SpoolFS: the files directly in the directory, not those of
+// failed/ and not subdirectories.
 func (m *SpoolFS) List() ([]string, error) {
 	m.st.mu.Lock()
 	defer m.st.mu.Unlock()
@@ -146,32 +199,42 @@ func (m *SpoolFS) List() ([]string, error) {
 	}
 	var out []string
 	for n := range m.st.cur {
-		if !strings.HasPrefix(n, "failed/") {
+		if !strings.HasPrefix(n, failedPrefix) {
 			out = append(out, n)
 		}
 	}
 	return out, nil
 }
 
+// ListFailed implements ports.SpoolFailedLister: the files of failed/ with their
+// current sizes in bytes (written, synced or not, as stat(2) reports them).
 func (m *SpoolFS) ListFailed() (map[string]int64, error) {
 	m.st.mu.Lock()
 	defer m.st.mu.Unlock()
+	if err := m.check("list", failedPrefix); err != nil {
+		return nil, err
+	}
 	out := map[string]int64{}
 	for n, ino := range m.st.cur {
-		if rest, ok := strings.CutPrefix(n, "failed/"); ok {
+		if rest, ok := strings.CutPrefix(n, failedPrefix); ok {
 			out[rest] = int64(len(ino.data))
 		}
 	}
 	return out, nil
 }
 
+// Create implements ports.SpoolFS (O_EXCL: an existing file or subdirectory of that
+// name fails with fs.ErrExist).
 func (m *SpoolFS) Create(name string) (ports.SpoolFile, error) {
+	if err := validName(name); err != nil {
+		return nil, err
+	}
 	m.st.mu.Lock()
 	defer m.st.mu.Unlock()
 	if err := m.check("create", name); err != nil {
 		return nil, err
 	}
-	if m.st.cur[name] != nil {
+	if m.st.cur[name] != nil || m.st.dirs[name] {
 		return nil, &fs.PathError{Op: "create", Path: name, Err: fs.ErrExist}
 	}
 	ino := &inode{}
@@ -179,11 +242,18 @@ func (m *SpoolFS) Create(name string) (ports.SpoolFile, error) {
 	return &spoolFile{fs: m, name: name, ino: ino}, nil
 }
 
+// ReadFile implements ports.SpoolFS: the bytes written so far, synced or not.
 func (m *SpoolFS) ReadFile(name string) ([]byte, error) {
+	if err := validName(name); err != nil {
+		return nil, err
+	}
 	m.st.mu.Lock()
 	defer m.st.mu.Unlock()
 	if err := m.check("read", name); err != nil {
 		return nil, err
+	}
+	if m.st.dirs[name] {
+		return nil, &fs.PathError{Op: "read", Path: name, Err: errIsDir}
 	}
 	ino := m.st.cur[name]
 	if ino == nil {
@@ -192,7 +262,15 @@ func (m *SpoolFS) ReadFile(name string) ([]byte, error) {
 	return bytes.Clone(ino.data), nil
 }
 
+// Rename implements ports.SpoolFS, replacing the target file. As rename(2), renaming a
+// file onto itself changes nothing and a file cannot replace a subdirectory.
 func (m *SpoolFS) Rename(from, to string) error {
+	if err := validName(from); err != nil {
+		return err
+	}
+	if err := validName(to); err != nil {
+		return err
+	}
 	m.st.mu.Lock()
 	defer m.st.mu.Unlock()
 	if err := m.check("rename", from); err != nil {
@@ -202,16 +280,29 @@ func (m *SpoolFS) Rename(from, to string) error {
 	if ino == nil {
 		return &fs.PathError{Op: "rename", Path: from, Err: fs.ErrNotExist}
 	}
+	if m.st.dirs[to] {
+		return &fs.PathError{Op: "rename", Path: to, Err: errIsDir}
+	}
+	if from == to {
+		return nil
+	}
 	m.st.cur[to] = ino
 	delete(m.st.cur, from)
 	return nil
 }
 
+// Remove implements ports.SpoolFS for files (a subdirectory's name is refused).
 func (m *SpoolFS) Remove(name string) error {
+	if err := validName(name); err != nil {
+		return err
+	}
 	m.st.mu.Lock()
 	defer m.st.mu.Unlock()
 	if err := m.check("remove", name); err != nil {
 		return err
+	}
+	if m.st.dirs[name] {
+		return &fs.PathError{Op: "remove", Path: name, Err: errIsDir}
 	}
 	if m.st.cur[name] == nil {
 		return &fs.PathError{Op: "remove", Path: name, Err: fs.ErrNotExist}
@@ -220,6 +311,7 @@ func (m *SpoolFS) Remove(name string) error {
 	return nil
 }
 
+// SyncDir implements ports.SpoolFS: the current names become the ones a crash keeps.
 func (m *SpoolFS) SyncDir() error {
 	m.st.mu.Lock()
 	defer m.st.mu.Unlock()
@@ -235,7 +327,7 @@ type spoolFile struct {
 	fs     *SpoolFS
 	name   string
 	ino    *inode
-	closed bool
+	closed bool // guarded by the store's mutex
 }
 
 func (f *spoolFile) Write(p []byte) (int, error) {
@@ -243,7 +335,7 @@ func (f *spoolFile) Write(p []byte) (int, error) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if f.closed {
-		return 0, fs.ErrClosed
+		return 0, &fs.PathError{Op: "write", Path: f.name, Err: fs.ErrClosed}
 	}
 	if err := f.fs.check("write", f.name); err != nil {
 		n := 0
@@ -261,8 +353,12 @@ func (f *spoolFile) Sync() error {
 	st := f.fs.st
 	st.mu.Lock()
 	hook := st.syncHook
+	closed := f.closed
 	err := f.fs.check("sync", f.name)
 	st.mu.Unlock()
+	if closed {
+		return &fs.PathError{Op: "sync", Path: f.name, Err: fs.ErrClosed}
+	}
 	if err != nil {
 		return err
 	}
@@ -276,7 +372,14 @@ func (f *spoolFile) Sync() error {
 	return nil
 }
 
+// Close closes the file; a second Close fails with fs.ErrClosed, as os.File's does.
 func (f *spoolFile) Close() error {
+	st := f.fs.st
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if f.closed {
+		return &fs.PathError{Op: "close", Path: f.name, Err: fs.ErrClosed}
+	}
 	f.closed = true
 	return nil
 }

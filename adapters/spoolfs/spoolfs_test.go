@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -39,29 +38,8 @@ func TestNewCreatesDirectories(t *testing.T) {
 	}
 }
 
-func TestLock(t *testing.T) {
-	t.Parallel()
-	dir := t.TempDir()
-	a, b := newFS(t, dir), newFS(t, dir)
-	unlock, err := a.Lock()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := b.Lock(); !errors.Is(err, ports.ErrSpoolLocked) {
-		t.Fatalf("second Lock in the same process = %v", err)
-	}
-	if _, err := a.Lock(); !errors.Is(err, ports.ErrSpoolLocked) {
-		t.Fatalf("second Lock on the same FS = %v", err)
-	}
-	if err := unlock(); err != nil {
-		t.Fatal(err)
-	}
-	unlock2, err := b.Lock()
-	if err != nil {
-		t.Fatalf("Lock after unlock: %v", err)
-	}
-	_ = unlock2()
-}
+// Locking and the file operations within one process are the port's conformance suite
+// (conformance_test.go); the tests here cover what is particular to a real directory.
 
 func TestSpoolOpenLocked(t *testing.T) {
 	t.Parallel()
@@ -133,73 +111,6 @@ func TestLockAcrossProcesses(t *testing.T) {
 	}
 	s.Start()
 	_ = s.Close()
-}
-
-func TestFileOperations(t *testing.T) {
-	t.Parallel()
-	dir := t.TempDir()
-	f := newFS(t, dir)
-	w, err := f.Create("a.tmp")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := w.Write([]byte("hello")); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Sync(); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.Create("a.tmp"); !errors.Is(err, fs.ErrExist) {
-		t.Fatalf("Create of an existing name = %v", err)
-	}
-	if err := f.Rename("a.tmp", "a.buf"); err != nil {
-		t.Fatal(err)
-	}
-	if b, err := f.ReadFile("a.buf"); err != nil || string(b) != "hello" {
-		t.Fatalf("ReadFile = %q, %v", b, err)
-	}
-	if err := f.Rename("a.buf", "failed/a.buf"); err != nil {
-		t.Fatal(err)
-	}
-	w, _ = f.Create("b.buf")
-	_ = w.Close()
-	if err := f.SyncDir(); err != nil {
-		t.Fatal(err)
-	}
-	names, err := f.List()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !slices.Equal(names, []string{"b.buf"}) {
-		t.Fatalf("List = %v (want regular files only, not failed/)", names)
-	}
-	failed, err := f.ListFailed()
-	if err != nil || !reflect.DeepEqual(failed, map[string]int64{"a.buf": 5}) {
-		t.Fatalf("ListFailed = %v, %v", failed, err)
-	}
-	if b, err := f.ReadFile("failed/a.buf"); err != nil || string(b) != "hello" {
-		t.Fatalf("ReadFile(failed/a.buf) = %q, %v", b, err)
-	}
-	if err := f.Remove("b.buf"); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Remove("b.buf"); !errors.Is(err, fs.ErrNotExist) {
-		t.Fatalf("second Remove = %v", err)
-	}
-	if _, err := f.ReadFile("b.buf"); !errors.Is(err, fs.ErrNotExist) {
-		t.Fatalf("ReadFile of a removed file = %v", err)
-	}
-	for _, bad := range []string{"", "..", "../x", "a/b", "failed/", "failed/../x", "failed/a/b", "/etc/passwd", "x\x00"} {
-		if _, err := f.Create(bad); err == nil {
-			t.Errorf("Create(%q) accepted", bad)
-		}
-		if _, err := f.ReadFile(bad); err == nil {
-			t.Errorf("ReadFile(%q) accepted", bad)
-		}
-	}
 }
 
 func record(i int) spool.Record {

@@ -128,6 +128,192 @@ func TestOneFlushInFlightPerPartition(t *testing.T) {
 	})
 }
 
+func TestBundlesReadyPartitionsIntoOneCommit(t *testing.T) {
+	t.Parallel()
+	store := memory.NewStore()
+	gt := newGate()
+	store.BeforePush = gt.before
+	// One permit: while the first bundle is out, every other partition must wait and
+	// then leave together.
+	b := newBatcher(t, store, Options{Shards: 1, BundleMax: 16, Limiter: vegas.New(vegas.Options{Initial: 1, Min: 1, Max: 1})})
+
+	var wg sync.WaitGroup
+	b.Submit(request(&wg, "q", "p0", "a"))
+	<-gt.entered
+	groups := make([]*Group, 10)
+	for i := range groups {
+		groups[i] = request(&wg, "q", fmt.Sprint("p", i+1), "x")
+		b.Submit(groups[i])
+	}
+	waitOffered(t, b, 10) // all 10 are offered, waiting for the permit
+	close(gt.release)
+	wg.Wait()
+
+	bundles := gt.recorded()
+	if len(bundles) != 2 {
+		t.Fatalf("%d bundles, want 2 (the held one, then all 10 ready partitions together)", len(bundles))
+	}
+	if len(bundles[1]) != 10 {
+		t.Fatalf("second bundle has %d segments, want 10", len(bundles[1]))
+	}
+	if st := b.Stats(); st.Commits != 2 || st.Segments != 11 {
+		t.Fatalf("stats = %+v, want 2 commits and 11 segments", st)
+	}
+}
+
+func TestRoutesResultsToEveryWaitingRequest(t *testing.T) {
+	t.Parallel()
+	store := memory.NewStore()
+	b := newBatcher(t, store, Options{Shards: 2})
+	const requests, partitions = 200, 7
+	var wg sync.WaitGroup
+	groups := make([]*Group, requests)
+	var submit sync.WaitGroup
+	for r := range groups {
+		groups[r] = request(&wg, "q", fmt.Sprint("p", r%partitions), fmt.Sprint("r", r, "-a"), fmt.Sprint("r", r, "-b"), fmt.Sprint("r", r, "-c"))
+		submit.Add(1)
+		go func() { defer submit.Done(); b.Submit(groups[r]) }()
+	}
+	submit.Wait()
+	wg.Wait()
+
+	seen := make(map[string]map[int64]bool)
+	for r, g := range groups {
+		p := g.Partition
+		if seen[p] == nil {
+			seen[p] = make(map[int64]bool)
+		}
+		for i, res := range g.Results {
+			if res.Status != Queued {
+				t.Fatalf("request %d frame %d: %+v, want queued", r, i, res)
+			}
+			if res.MessageID != g.Frames[i].ID {
+				t.Fatalf("request %d frame %d got another frame's id", r, i)
+			}
+			if i > 0 && res.Offset != g.Results[i-1].Offset+1 {
+				t.Fatalf("request %d: offsets %d then %d: a request's frames must be consecutive", r, g.Results[i-1].Offset, res.Offset)
+			}
+			if seen[p][res.Offset] {
+				t.Fatalf("offset %d of %s handed out twice", res.Offset, p)
+			}
+			seen[p][res.Offset] = true
+		}
+	}
+	for p, offs := range seen {
+		for o := range int64(len(offs)) {
+			if !offs[o] {
+				t.Fatalf("partition %s has a gap at %d", p, o)
+			}
+		}
+	}
+	if st := b.Stats(); st.Commits >= requests {
+		t.Logf("no coalescing observed (%d commits for %d requests); timing-dependent, not a failure", st.Commits, requests)
+	}
+}
+
+func TestLayerTwoDedupInsideOneFlush(t *testing.T) {
+	t.Parallel()
+	store := memory.NewStore()
+	gt := newGate()
+	store.BeforePush = gt.before
+	b := newBatcher(t, store, Options{Shards: 1})
+	var wg sync.WaitGroup
+	b.Submit(request(&wg, "q", "p", "warm"))
+	<-gt.entered
+	// Two requests with the same transaction id land in the same flush.
+	one := request(&wg, "q", "p", "same")
+	two := request(&wg, "q", "p", "other", "same")
+	b.Submit(one)
+	b.Submit(two)
+	waitBacklog(t, b, 3)
+	close(gt.release)
+	wg.Wait()
+
+	if bundles := gt.recorded(); len(bundles) != 2 || bundles[1][0].Count != 2 {
+		t.Fatalf("second flush should carry 2 frames (one per distinct hash), got %+v", bundles)
+	}
+	if r := one.Results[0]; r.Status != Queued || r.Offset != 1 {
+		t.Fatalf("first occurrence: %+v, want queued at 1", r)
+	}
+	if r := two.Results[1]; r.Status != Duplicate || r.Offset != 1 || r.MessageID != one.Frames[0].ID {
+		t.Fatalf("repeat: %+v, want duplicate of offset 1 with the first's id", r)
+	}
+	if r := two.Results[0]; r.Status != Queued || r.Offset != 2 {
+		t.Fatalf("other: %+v, want queued at 2", r)
+	}
+}
+
+func TestDuplicateAgainstStoredHistory(t *testing.T) {
+	t.Parallel()
+	store := memory.NewStore()
+	b := newBatcher(t, store, Options{})
+	var wg sync.WaitGroup
+	orig := request(&wg, "q", "p", "k1", "k2")
+	b.Submit(orig)
+	wg.Wait()
+
+	// A segment mixing a duplicate with new frames: the duplicate reports the original,
+	// the rest is stored right after, in order.
+	mixed := request(&wg, "q", "p", "n1", "k2", "n2")
+	b.Submit(mixed)
+	wg.Wait()
+	want := []Result{
+		{Status: Queued, Offset: 2},
+		{Status: Duplicate, Offset: 1, MessageID: orig.Frames[1].ID},
+		{Status: Queued, Offset: 3},
+	}
+	for i, w := range want {
+		r := mixed.Results[i]
+		if r.Status != w.Status || r.Offset != w.Offset || (w.Status == Duplicate && r.MessageID != w.MessageID) {
+			t.Fatalf("frame %d: %+v, want %+v", i, r, w)
+		}
+	}
+
+	// Once retention removed the original segment, the id is the zero sentinel.
+	store.DeleteSegment(orig.Results[0].PartitionID, 0)
+	again := request(&wg, "q", "p", "k1")
+	b.Submit(again)
+	wg.Wait()
+	if r := again.Results[0]; r.Status != Duplicate || r.Offset != 0 || r.MessageID != [16]byte{} {
+		t.Fatalf("after retention: %+v, want duplicate of offset 0 with the zero id", r)
+	}
+}
+
+func TestWindowZeroSkipsDedup(t *testing.T) {
+	t.Parallel()
+	store := memory.NewStore()
+	store.SetWindow(tenant, "q", 0)
+	b := newBatcher(t, store, Options{})
+	var wg sync.WaitGroup
+	for i := range 2 {
+		g := request(&wg, "q", "p", "same")
+		b.Submit(g)
+		wg.Wait()
+		if r := g.Results[0]; r.Status != Queued || r.Offset != int64(i) {
+			t.Fatalf("push %d: %+v, want queued at %d", i, r, i)
+		}
+	}
+}
+
+func TestFailedBundleAnswersError(t *testing.T) {
+	t.Parallel()
+	store := memory.NewStore()
+	store.BeforePush = func([]ports.Segment) error { return errors.New("connection refused") }
+	b := newBatcher(t, store, Options{})
+	var wg sync.WaitGroup
+	g := request(&wg, "q", "p", "a", "b")
+	b.Submit(g)
+	wg.Wait()
+	for i, r := range g.Results {
+		if r.Status != Error {
+			t.Fatalf("frame %d: %+v, want error", i, r)
+		}
+	}
+	if st := b.Stats(); st.Failed != 1 || st.Commits != 0 {
+		t.Fatalf("stats = %+v, want 1 failed bundle and no commit", st)
+	}
+}
+
 func TestCloseCommitsWhatWasSubmitted(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := memory.NewStore()

@@ -12,15 +12,11 @@ type memFS struct{ *memory.SpoolFS }
 
 func newMemFS() *memFS { return &memFS{memory.NewSpoolFS()} }
 
-// handle returns a second SpoolFS over the same directory (another process's view).
-func (m *memFS) handle() *memFS { return &memFS{m.Handle()} }
-
 // crash returns the directory as it would be found after a power loss now.
 func (m *memFS) crash() *memFS { return &memFS{m.Crash()} }
 
 func (m *memFS) setFault(f func(op, name string) error, partial bool) { m.SetFault(f, partial) }
 func (m *memFS) names(prefix, suffix string) []string                 { return m.Names(prefix, suffix) }
-func (m *memFS) get(name string) []byte                               { return m.Get(name) }
 func (m *memFS) put(name string, data []byte)                         { m.Put(name, data) }
 func (m *memFS) setSyncHook(f func(name string))                      { m.SetSyncHook(f) }
 

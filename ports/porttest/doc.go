@@ -1,7 +1,18 @@
-// Package porttest is the conformance suite of the ports: every adapter of a port runs
-// the same tests (adapters/memory in its own tests, adapters/postgres against a real
-// PostgreSQL), so the fakes the core is tested with cannot drift from the real thing.
+// Package porttest is the conformance suite of the ports: one suite per port, run by
+// every implementation of it, so the in-memory fakes the core is tested with cannot
+// drift from the real adapters.
 //
-// It lives outside ports (which imports only the standard library) and imports only
+//   - SegmentStore: adapters/postgres, adapters/memory
+//   - ConsumeStore and TransactionStore: adapters/postgres, adapters/memory
+//   - SpoolFS: adapters/spoolfs (a real directory), adapters/memory
+//   - SystemState: adapters/postgres, adapters/memory
+//   - QueueAdmin: adapters/admin, adapters/memory
+//
+// Each suite is a table of named cases over a Fixture: a fresh implementation plus hooks
+// for the state the port itself cannot express (a queue's options, an expired lease, data
+// older than a window, a dead letter). The spool's own crash and damage scenarios, which
+// need core/spool, are core/spool/spooltest, run the same way.
+//
+// It lives beside ports, which imports only the standard library, and imports only
 // ports and the standard library itself: blobs are opaque bytes here.
 package porttest
