@@ -20,7 +20,7 @@ import (
 // non-positive Limit lists nothing. A context already done fails every call.
 //
 // AddDeadLetter stands in for the consume path (a message moved to the DLQ): it creates
-// the queue as a push naming it would, unconfigured and with DefaultQueueOptions.
+// the queue as a push naming it would, unconfigured and with the default options.
 type QueueAdmin struct {
 	// Now stamps dead letters added without a failure time (default time.Now); tests may
 	// replace it before use.
@@ -44,13 +44,6 @@ var _ ports.QueueAdmin = (*QueueAdmin)(nil)
 // NewQueueAdmin returns an admin with no queue.
 func NewQueueAdmin() *QueueAdmin {
 	return &QueueAdmin{Now: time.Now, queues: map[string]*adminQueue{}}
-}
-
-// DefaultQueueOptions are the options of a queue a push created, before any Configure:
-// the column defaults of queen.queues (schema/001_tables.sql).
-func DefaultQueueOptions() ports.QueueOptions {
-	return ports.QueueOptions{LeaseTime: 300, RetryLimit: 3, RetryDelay: 1000, TTL: 3600, DeadLetterQueue: true,
-		DLQAfterMaxRetries: true, DedupWindowSeconds: 3600, RetentionSinkHoldMaxSeconds: 604800}
 }
 
 func adminKey(tenant, queue string) string { return tenant + "\x1f" + queue }
@@ -198,7 +191,7 @@ func cloneDeadLetter(d ports.DeadLetter) ports.DeadLetter {
 
 // AddDeadLetter stores d as a dead letter of tenant's queue d.Queue, partition
 // d.Partition, as the consume path moves a message to the DLQ. A missing queue is made
-// as a push naming it would (unconfigured, DefaultQueueOptions, namespace and task from
+// as a push naming it would (unconfigured, default options, namespace and task from
 // a dotted name "namespace.task"), and a missing partition with a new id. It returns
 // the stored row, d with its ID and PartitionID assigned; a zero FailedAt takes Now().
 // Times are kept to the microsecond, as PostgreSQL keeps them.
@@ -208,7 +201,7 @@ func (a *QueueAdmin) AddDeadLetter(tenant string, d ports.DeadLetter) ports.Dead
 	k := adminKey(tenant, d.Queue)
 	q := a.queues[k]
 	if q == nil {
-		cfg := ports.QueueConfig{ID: a.newID(), Name: d.Queue, QueueOptions: DefaultQueueOptions()}
+		cfg := ports.QueueConfig{ID: a.newID(), Name: d.Queue, QueueOptions: defaultOptions()}
 		if ns, task, ok := strings.Cut(d.Queue, "."); ok {
 			task, _, _ = strings.Cut(task, ".")
 			cfg.Namespace, cfg.Task = ns, task

@@ -41,7 +41,7 @@ func TestQueueAdminPushedQueue(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := ports.QueueConfig{ID: got.ID, Name: "billing.invoices.v2", Namespace: "billing", Task: "invoices",
-		QueueOptions: DefaultQueueOptions()}
+		QueueOptions: defaultOptions()}
 	if got != want {
 		t.Fatalf("an empty set on a pushed queue:\n got %+v\nwant %+v", got, want)
 	}

@@ -1,8 +1,16 @@
 // Package memory holds in-memory implementations of the ports, for core unit tests. They
-// follow the contracts of the real adapters (the same conformance rules apply) but keep
-// everything in maps guarded by one mutex, and let a test inject failures and pauses.
+// pass the same conformance suites as the real adapters (ports/porttest) but keep
+// everything in maps guarded by a mutex, and let a test inject failures and pauses and
+// move a replaceable clock.
 //
-// SegmentStore mirrors the SQL allocator: offsets per partition start at 0 and are
-// gapless; with a positive dedup window a segment whose hashes match stored ones inside
-// the window is answered duplicate and writes nothing; window 0 skips the probe.
+//   - Store is the SegmentStore, ConsumeStore and TransactionStore over one state:
+//     offsets per partition start at 0 and are gapless; with a positive dedup window a
+//     segment whose hashes match stored ones inside the window is answered duplicate and
+//     writes nothing; pops claim spans after a group's cursor under leases, acks move
+//     cursors, retry and dead-letter as the SQL functions do; a transaction that rolls
+//     back undoes its pushes.
+//   - SpoolFS is a spool directory with power-loss simulation (Crash) and fault
+//     injection.
+//   - SystemState and QueueAdmin keep the maintenance flags and the queue
+//     configurations and dead letters.
 package memory

@@ -4,16 +4,22 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/queen-go/queen/core/queues"
 	"github.com/queen-go/queen/ports"
 )
 
 // DefaultWindow is the dedup window of queues the test did not configure (3600 s).
 const DefaultWindow = 3600 * time.Second
 
-// Store is an in-memory ports.SegmentStore and ports.QueueSettings.
+// Store is an in-memory ports.SegmentStore, ports.QueueSettings, ports.ConsumeStore and
+// ports.TransactionStore over one shared state: pops read what pushes stored, acks move
+// the cursors pops created, and a transaction commits pushes and acks together. Its
+// rules are those of the SQL functions (schema/002_push.sql, 004_pop.sql, 005_ack.sql),
+// checked by the conformance suites of ports/porttest against both.
 type Store struct {
 	// Now is the clock (default time.Now); tests may replace it before use.
 	Now func() time.Time
@@ -25,22 +31,43 @@ type Store struct {
 	mu         sync.Mutex
 	windows    map[string]time.Duration // tenant\x1fqueue -> dedup window
 	encrypted  map[string]bool          // tenant\x1fqueue -> encryption flag
+	queues     map[string]*queue        // tenant\x1fqueue
 	partitions map[string]*partition    // tenant\x1fqueue\x1fpartition
 	byID       map[string]*partition
+	consumers  map[string]*consumer // partition id\x1fgroup
+	dead       []ports.DeadLetter   // dead letters in the order they were written
 	bundles    int
+	ids        int    // partitions and dead letters ever created: ids are never reused
+	seq        uint64 // segments ever committed: the commit order "new" subscriptions cut at
+}
+
+// queue is a queue row: created by the first push, pop or configuration naming it.
+type queue struct {
+	key        string // tenant\x1fqueue
+	tenant     string
+	name       string
+	namespace  string
+	task       string
+	configured bool // false while only a push or pop created it: leases are then 60 s
+	opts       ports.QueueOptions
+	groups     map[string]subscription // named groups, recorded at their first contact
 }
 
 type partition struct {
-	id       string
-	queueKey string // tenant\x1fqueue
-	last     int64
-	segs     []stored
+	id        string
+	name      string
+	queueKey  string // tenant\x1fqueue
+	q         *queue
+	last      int64
+	lastWrite time.Time // commit time of the last push (the wildcard scan reads newest first)
+	segs      []stored
 }
 
 type stored struct {
 	ports.StoredSegment
 	hashes  []byte
-	removed bool // the segment is gone, its hash sidecar entry stays (as in SQL)
+	seq     uint64 // position in the store's commit order
+	removed bool   // the segment is gone, its hash sidecar entry stays (as in SQL)
 }
 
 // NewStore returns an empty store.
@@ -49,9 +76,72 @@ func NewStore() *Store {
 		Now:        time.Now,
 		windows:    make(map[string]time.Duration),
 		encrypted:  make(map[string]bool),
+		queues:     make(map[string]*queue),
 		partitions: make(map[string]*partition),
 		byID:       make(map[string]*partition),
+		consumers:  make(map[string]*consumer),
 	}
+}
+
+// defaultOptions are the options of a queue created by a push or a pop, before any
+// configure: the column defaults of queen.queues, which core/queues states once.
+func defaultOptions() ports.QueueOptions { return queues.Defaults("").QueueOptions }
+
+// queueOf returns the queue row, creating it as log_queue_id_v1 does: a dotted name
+// gives the namespace (first part) and the task (second part). j, when not nil, records
+// the creation so a rolled-back transaction can undo it. Callers hold s.mu.
+func (s *Store) queueOf(tenant, name string, j *journal) *queue {
+	key := tenant + "\x1f" + name
+	if q := s.queues[key]; q != nil {
+		return q
+	}
+	q := &queue{key: key, tenant: tenant, name: name, opts: defaultOptions(), groups: make(map[string]subscription)}
+	if parts := strings.Split(name, "."); len(parts) > 1 {
+		q.namespace, q.task = parts[0], parts[1]
+	}
+	s.queues[key] = q
+	if j != nil {
+		j.queues = append(j.queues, key)
+	}
+	return q
+}
+
+// SetQueueConfig configures a queue as a replace-mode /api/v1/configure would: every
+// option takes cfg's value (cfg.Name names the queue; cfg.ID is ignored), the queue is
+// created when needed and marked configured. The dedup window and the encryption flag
+// follow cfg too.
+func (s *Store) SetQueueConfig(tenant string, cfg ports.QueueConfig) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	q := s.queueOf(tenant, cfg.Name, nil)
+	q.namespace, q.task, q.opts, q.configured = cfg.Namespace, cfg.Task, cfg.QueueOptions, true
+	s.windows[q.key] = time.Duration(cfg.DedupWindowSeconds) * time.Second
+	s.encrypted[q.key] = cfg.EncryptionEnabled
+}
+
+// QueueConfig returns a queue's configuration (with the dedup window and encryption
+// flag SetWindow and SetEncryption may have changed since); ok is false when no push,
+// pop or configuration created it.
+func (s *Store) QueueConfig(tenant, name string) (cfg ports.QueueConfig, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	q := s.queues[tenant+"\x1f"+name]
+	if q == nil {
+		return ports.QueueConfig{}, false
+	}
+	cfg = ports.QueueConfig{Name: q.name, Namespace: q.namespace, Task: q.task, QueueOptions: q.opts}
+	cfg.DedupWindowSeconds = int(s.window(q.key) / time.Second)
+	cfg.EncryptionEnabled = s.encrypted[q.key]
+	return cfg, true
+}
+
+// window is the queue's dedup window (DefaultWindow unless SetWindow or SetQueueConfig
+// said otherwise). Callers hold s.mu.
+func (s *Store) window(queueKey string) time.Duration {
+	if w, ok := s.windows[queueKey]; ok {
+		return w
+	}
+	return DefaultWindow
 }
 
 // SetWindow sets a queue's dedup window (0 disables dedup).
@@ -106,49 +196,71 @@ func (s *Store) PushSegments(_ context.Context, segs []ports.Segment) ([]ports.S
 			return nil, err
 		}
 	}
-	for _, sg := range segs {
-		if sg.Count < 1 || len(sg.Hashes) != 16*sg.Count {
-			return nil, fmt.Errorf("memory: segment of %d frames with %d hash bytes: %w", sg.Count, len(sg.Hashes), ports.ErrInvalid)
-		}
+	if err := checkSegments(segs); err != nil {
+		return nil, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.Now()
 	out := make([]ports.SegmentResult, len(segs))
 	for i, sg := range segs {
-		out[i] = s.pushOne(sg, now)
+		out[i] = s.pushOne(sg, now, nil)
 	}
 	s.bundles++
 	return out, nil
 }
 
-func (s *Store) pushOne(sg ports.Segment, now time.Time) ports.SegmentResult {
-	key := sg.Tenant + "\x1f" + sg.Queue + "\x1f" + sg.Partition
+// checkSegments refuses segments the SQL allocator refuses (log_push_one_v2's guards).
+func checkSegments(segs []ports.Segment) error {
+	for _, sg := range segs {
+		if sg.Count < 1 || len(sg.Hashes) != 16*sg.Count {
+			return fmt.Errorf("memory: segment of %d frames with %d hash bytes: %w", sg.Count, len(sg.Hashes), ports.ErrInvalid)
+		}
+	}
+	return nil
+}
+
+// pushOne is the allocator: probe, then append. j, when not nil, records what it changes
+// so a rolled-back transaction can undo it. Callers hold s.mu.
+func (s *Store) pushOne(sg ports.Segment, now time.Time, j *journal) ports.SegmentResult {
+	tenant := sg.Tenant
+	if tenant == "" {
+		tenant = ports.DefaultTenant
+	}
+	key := tenant + "\x1f" + sg.Queue + "\x1f" + sg.Partition
 	p := s.partitions[key]
 	if p == nil {
-		p = &partition{id: fmt.Sprintf("00000000-0000-4000-8000-%012d", len(s.partitions)+1), last: -1,
-			queueKey: sg.Tenant + "\x1f" + sg.Queue}
+		q := s.queueOf(tenant, sg.Queue, j)
+		s.ids++
+		p = &partition{id: fmt.Sprintf("00000000-0000-4000-8000-%012d", s.ids), name: sg.Partition, last: -1,
+			queueKey: q.key, q: q}
 		s.partitions[key] = p
 		s.byID[p.id] = p
+		if j != nil {
+			j.partitions = append(j.partitions, key)
+		}
 	}
-	w, ok := s.windows[sg.Tenant+"\x1f"+sg.Queue]
-	if !ok {
-		w = DefaultWindow
-	}
+	w := s.window(p.queueKey)
 	if w > 0 {
 		verified := sg.Verified
 		if verified > p.last {
-			verified = -1 // not this partition's history (see log_push_one_v1)
+			verified = -1 // not this partition's history (see log_push_one_v2)
 		}
 		if dups := p.probe(sg.Hashes, now.Add(-w), verified); len(dups) > 0 {
 			return ports.SegmentResult{Status: ports.SegmentDuplicate, PartitionID: p.id, Dups: dups}
 		}
 	}
+	if j != nil {
+		j.touch(p)
+	}
 	base := p.last + 1
 	p.last += int64(sg.Count)
+	p.lastWrite = now
+	s.seq++
 	p.segs = append(p.segs, stored{
 		StoredSegment: ports.StoredSegment{BaseOffset: base, Count: sg.Count, CreatedAt: now, Blob: bytes.Clone(sg.Blob)},
 		hashes:        bytes.Clone(sg.Hashes),
+		seq:           s.seq,
 	})
 	return ports.SegmentResult{Status: ports.SegmentQueued, PartitionID: p.id, BaseOffset: base, CreatedAt: now, Window: w}
 }
@@ -208,7 +320,8 @@ func (s *Store) Segments(tenant, queue, partition string) []ports.StoredSegment 
 	return out
 }
 
-// Age makes everything stored in the partition older by d.
+// Age makes everything stored in the partition older by d: its segments, their hash
+// sidecar entries and its last write (which windowBuffer and the wildcard scan read).
 func (s *Store) Age(partitionID string, d time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -216,6 +329,7 @@ func (s *Store) Age(partitionID string, d time.Duration) {
 		for i := range p.segs {
 			p.segs[i].CreatedAt = p.segs[i].CreatedAt.Add(-d)
 		}
+		p.lastWrite = p.lastWrite.Add(-d)
 	}
 }
 
@@ -227,10 +341,7 @@ func (s *Store) RecentHashes(_ context.Context, partitionID string, maxSegments 
 	if p == nil {
 		return ports.RecentHashes{LastOffset: -1}, nil
 	}
-	window, ok := s.windows[p.queueKey]
-	if !ok {
-		window = DefaultWindow
-	}
+	window := s.window(p.queueKey)
 	out := ports.RecentHashes{LastOffset: p.last, Window: window}
 	cutoff := s.Now().Add(-window)
 	for _, sg := range p.segs {

@@ -1,0 +1,346 @@
+package memory
+
+import (
+	"bytes"
+	"context"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/queen-go/queen/ports"
+)
+
+// The consume side of Store mirrors log_pop_v1 and log_extend_lease_v1
+// (schema/004_pop.sql) and the adapter's Release (adapters/postgres/consume.go). There
+// are no row locks to skip: one mutex serialises every call.
+
+var (
+	_ ports.SegmentStore     = (*Store)(nil)
+	_ ports.QueueSettings    = (*Store)(nil)
+	_ ports.ConsumeStore     = (*Store)(nil)
+	_ ports.TransactionStore = (*Store)(nil)
+)
+
+// unconfiguredLease is the lease of a queue that was never configured (api.md §5.6).
+const unconfiguredLease = 60 * time.Second
+
+// consumer is a (partition, group) cursor row of queen.log_consumers.
+type consumer struct {
+	committed int64 // last acked offset; the next wanted is committed + 1
+	batchEnd  int64 // last offset of the last delivery; (committed, batchEnd] is unacked
+	leaseID   string
+	expires   time.Time // zero = no lease
+	retry     int       // explicit failures charged to the current batch
+	start     int64     // first offset of the last delivery (-1 = none yet)
+	attempt   int       // deliveries of a span starting at start
+}
+
+// live reports whether the lease holds at now.
+func (c *consumer) live(now time.Time) bool {
+	return c.leaseID != "" && c.expires.After(now)
+}
+
+// subscription is where a named group's cursors start on a queue (queen.consumer_groups):
+// from the oldest message, after the segments created before from (timestamp), or after
+// the segments committed up to seq (new). New cuts at the commit order rather than at a
+// time, so a test clock that does not move still separates the backlog from what comes
+// after the subscription.
+type subscription struct {
+	mode string // ports.SubscribeAll, SubscribeNew or SubscribeTimestamp
+	from time.Time
+	seq  uint64
+}
+
+// seed is the cursor a group with this subscription starts at on partition p.
+func (sub subscription) seed(p *partition) int64 {
+	if sub.mode == ports.SubscribeAll {
+		return -1
+	}
+	for i := len(p.segs) - 1; i >= 0; i-- {
+		sg := p.segs[i]
+		if sg.removed {
+			continue
+		}
+		switch {
+		case sub.mode == ports.SubscribeNew && sg.seq <= sub.seq,
+			sub.mode == ports.SubscribeTimestamp && sg.CreatedAt.Before(sub.from):
+			return sg.BaseOffset + int64(sg.Count) - 1
+		}
+	}
+	return -1
+}
+
+func consumerKey(partitionID, group string) string { return partitionID + "\x1f" + group }
+
+// subscribe returns the group's subscription to q, recording it at first contact (an
+// unknown mode means all, as in log_group_from_v1). Callers hold s.mu.
+func (s *Store) subscribe(q *queue, group, mode string, from time.Time) subscription {
+	if sub, ok := q.groups[group]; ok {
+		return sub
+	}
+	sub := subscription{mode: ports.SubscribeAll}
+	switch mode {
+	case ports.SubscribeNew:
+		sub = subscription{mode: mode, seq: s.seq}
+	case ports.SubscribeTimestamp:
+		sub = subscription{mode: mode, from: from}
+	}
+	q.groups[group] = sub
+	return sub
+}
+
+// lastSegment is the partition's newest segment still stored, or nil.
+func (p *partition) lastSegment() *stored {
+	for i := len(p.segs) - 1; i >= 0; i-- {
+		if !p.segs[i].removed {
+			return &p.segs[i]
+		}
+	}
+	return nil
+}
+
+// covering returns copies of the segments covering start..end in offset order: from the
+// last one starting at or before start (all from the first when none does) to the last
+// one starting at or before end.
+func (p *partition) covering(start, end int64) []ports.StoredSegment {
+	var from int64
+	for _, sg := range p.segs {
+		if !sg.removed && sg.BaseOffset <= start {
+			from = sg.BaseOffset
+		}
+	}
+	var out []ports.StoredSegment
+	for _, sg := range p.segs {
+		if !sg.removed && sg.BaseOffset >= from && sg.BaseOffset <= end {
+			c := sg.StoredSegment
+			c.Blob = bytes.Clone(c.Blob)
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// popQueues are the queues a pop reads: the named one (provisioned), or every queue of
+// the tenant matching the namespace and task ("" matches any), in name order.
+func (s *Store) popQueues(tenant string, req ports.PopRequest) []*queue {
+	if req.Queue != "" {
+		return []*queue{s.queueOf(tenant, req.Queue, nil)}
+	}
+	var out []*queue
+	for _, q := range s.queues {
+		if q.tenant == tenant && (req.Namespace == "" || q.namespace == req.Namespace) &&
+			(req.Task == "" || q.task == req.Task) {
+			out = append(out, q)
+		}
+	}
+	slices.SortFunc(out, func(a, b *queue) int { return strings.Compare(a.name, b.name) })
+	return out
+}
+
+// popCandidates lists the partitions a pop tries, in order: the pinned one, the given
+// candidates of the pop's queues, or every partition of them with data, most recently
+// written first (the SQL scan's order; it breaks ties at random, this by id).
+func (s *Store) popCandidates(tenant string, req ports.PopRequest, qs []*queue) []*partition {
+	in := func(p *partition) bool { return slices.Contains(qs, p.q) }
+	var out []*partition
+	switch {
+	case req.Partition != "":
+		// The partition of the first queue (a discovery pop naming one is not a pop
+		// the core makes; the SQL takes the first matching queue too).
+		if len(qs) == 0 {
+			break
+		}
+		if p := s.partitions[qs[0].key+"\x1f"+req.Partition]; p != nil {
+			out = append(out, p)
+		}
+	case req.Candidates != nil:
+		for _, id := range req.Candidates {
+			if p := s.byID[strings.ToLower(id)]; p != nil && in(p) {
+				out = append(out, p)
+			}
+		}
+	default:
+		for _, p := range s.byID {
+			if p.last >= 0 && in(p) {
+				out = append(out, p)
+			}
+		}
+		slices.SortFunc(out, func(a, b *partition) int {
+			if c := b.lastWrite.Compare(a.lastWrite); c != 0 {
+				return c
+			}
+			return strings.Compare(a.id, b.id)
+		})
+	}
+	return out
+}
+
+// Pop implements ports.ConsumeStore.
+func (s *Store) Pop(_ context.Context, req ports.PopRequest) ([]ports.Claim, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.Now()
+	tenant := req.Tenant
+	if tenant == "" {
+		tenant = ports.DefaultTenant
+	}
+	qs := s.popQueues(tenant, req)
+	queueMode := req.Group == ports.QueueModeGroup
+	// A named group subscribes to every queue it pops at its first contact with the
+	// queue, even when no partition is there yet.
+	subs := make(map[*queue]subscription, len(qs))
+	if !queueMode {
+		for _, q := range qs {
+			subs[q] = s.subscribe(q, req.Group, req.SubscribeMode, req.SubscribeFrom)
+		}
+	}
+	left, maxParts := max(req.Batch, 1), max(req.Partitions, 1)
+	var claims []ports.Claim
+	for _, p := range s.popCandidates(tenant, req, qs) {
+		if len(claims) >= maxParts || left <= 0 {
+			break
+		}
+		if p.last < 0 {
+			continue
+		}
+		key := consumerKey(p.id, req.Group)
+		c := s.consumers[key]
+		if c == nil {
+			seed := int64(-1)
+			if !queueMode {
+				seed = subs[p.q].seed(p)
+			}
+			c = &consumer{committed: seed, batchEnd: seed, start: -1}
+			s.consumers[key] = c
+		}
+		if c.live(now) || c.committed >= p.last {
+			continue
+		}
+		opts := p.q.opts
+		// windowBuffer: a partition written in the last W seconds is quiet.
+		if w := time.Duration(opts.WindowBuffer) * time.Second; w > 0 {
+			if last := p.lastSegment(); last != nil && last.CreatedAt.After(now.Add(-w)) {
+				continue
+			}
+		}
+		end := min(c.committed+int64(left), p.last)
+		// delayedProcessing: only segments at least D seconds old are visible.
+		if d := time.Duration(opts.DelayedProcessing) * time.Second; d > 0 {
+			vis := int64(-1)
+			found := false
+			for _, sg := range p.segs {
+				if !sg.removed && sg.BaseOffset <= end && !sg.CreatedAt.After(now.Add(-d)) {
+					vis, found = sg.BaseOffset+int64(sg.Count)-1, true
+				}
+			}
+			if !found || vis <= c.committed {
+				continue
+			}
+			end = min(end, vis)
+		}
+		start := c.committed + 1
+		attempt := 1
+		if c.start == start {
+			attempt = c.attempt + 1
+		}
+		cl := ports.Claim{Queue: p.q.name, Partition: p.name, PartitionID: p.id, Start: start, End: end, Attempt: attempt}
+		if req.AutoAck {
+			*c = consumer{committed: end, batchEnd: end, start: start, attempt: attempt}
+		} else {
+			lease := time.Duration(req.LeaseSeconds) * time.Second
+			switch {
+			case req.LeaseSeconds > 0:
+			case p.q.configured:
+				lease = time.Duration(opts.LeaseTime) * time.Second
+			default:
+				lease = unconfiguredLease
+			}
+			cl.LeaseExpires = now.Add(lease)
+			c.batchEnd, c.leaseID, c.expires = end, strings.ToLower(req.LeaseID), cl.LeaseExpires
+			c.start, c.attempt = start, attempt
+		}
+		cl.Segments = p.covering(start, end)
+		claims = append(claims, cl)
+		left -= int(end - start + 1)
+	}
+	return claims, nil
+}
+
+// Release implements ports.ConsumeStore.
+func (s *Store) Release(_ context.Context, group, leaseID string, autoAck bool, claims []ports.Claim) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	leaseID = strings.ToLower(leaseID)
+	done := make(map[*consumer]bool)
+	for _, cl := range claims {
+		c := s.consumers[consumerKey(strings.ToLower(cl.PartitionID), group)]
+		if c == nil || done[c] {
+			continue
+		}
+		switch {
+		case autoAck:
+			// Only a cursor still where this delivery left it, with no lease taken since.
+			if c.committed != cl.End || c.leaseID != "" {
+				continue
+			}
+			c.committed, c.batchEnd = cl.Start-1, cl.Start-1
+		case leaseID != "" && c.leaseID == leaseID:
+			c.leaseID, c.expires, c.batchEnd = "", time.Time{}, c.committed
+		default:
+			continue
+		}
+		c.attempt = max(c.attempt-1, 0)
+		done[c] = true
+	}
+	return nil
+}
+
+// ExtendLease implements ports.ConsumeStore: live leases only, never shortened, to
+// whole seconds as the SQL function takes them.
+func (s *Store) ExtendLease(_ context.Context, leaseID string, d time.Duration) (int, time.Time, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.Now()
+	leaseID = strings.ToLower(leaseID)
+	to := now.Add(d / time.Second * time.Second)
+	n := 0
+	var earliest time.Time
+	for _, c := range s.consumers {
+		if leaseID == "" || c.leaseID != leaseID || !c.live(now) {
+			continue
+		}
+		if to.After(c.expires) {
+			c.expires = to
+		}
+		if n == 0 || c.expires.Before(earliest) {
+			earliest = c.expires
+		}
+		n++
+	}
+	return n, earliest, nil
+}
+
+// ExpireLease moves the lease of (partition, group) into the past, as if its time had
+// run out; ok is false when there was no lease.
+func (s *Store) ExpireLease(partitionID, group string) (ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.consumers[consumerKey(strings.ToLower(partitionID), group)]
+	if c == nil || c.expires.IsZero() {
+		return false
+	}
+	c.expires = s.Now().Add(-time.Second)
+	return true
+}
+
+// Cursor returns the committed offset of (partition, group); ok is false when the group
+// never popped the partition.
+func (s *Store) Cursor(partitionID, group string) (committed int64, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.consumers[consumerKey(strings.ToLower(partitionID), group)]
+	if c == nil {
+		return 0, false
+	}
+	return c.committed, true
+}
