@@ -12,12 +12,17 @@ import (
 	"github.com/queen-go/queen/core/segment"
 )
 
-// ProvideAdmin builds the administrative queries (bun) on the store's pool; a statement
-// that times out has its connection discarded, as on the hot path.
-func ProvideAdmin(store *postgres.Store, cfg config.Config, log *slog.Logger) *admin.Admin {
-	return admin.New(store.DB(), admin.Options{
-		StatementTimeout: cfg.StatementTimeout, Discard: postgres.DiscardConn, Logger: log,
-	})
+// ProvideAdmin builds the administrative queries (bun) on a database/sql handle of the
+// store's pool (closed by the cleanup, before the pool); a statement that times out has
+// its connection discarded, as on the hot path.
+func ProvideAdmin(store *postgres.Store, cfg config.Config, log *slog.Logger) (*admin.Admin, func()) {
+	db := store.DB()
+	a := admin.New(db, admin.Options{StatementTimeout: cfg.StatementTimeout, Discard: postgres.DiscardConn, Logger: log})
+	return a, func() {
+		if err := db.Close(); err != nil {
+			log.Error("admin: close database handle", "err", err)
+		}
+	}
 }
 
 // ProvideQueues builds the queue administration use case; it announces every queue it
