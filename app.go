@@ -12,7 +12,9 @@ import (
 	"github.com/queen-go/queen/config"
 	"github.com/queen-go/queen/core/drain"
 	"github.com/queen-go/queen/core/fusion"
+	"github.com/queen-go/queen/core/hotlist"
 	"github.com/queen-go/queen/core/maintenance"
+	"github.com/queen-go/queen/core/peers"
 	"github.com/queen-go/queen/core/spool"
 )
 
@@ -27,6 +29,8 @@ type App struct {
 	batcher *fusion.Batcher
 	spool   *spool.Spool
 	drainer *drain.Drainer
+	hot     *hotlist.List
+	mesh    *peers.Mesh
 	http    *http.Server
 
 	ln     net.Listener
@@ -35,8 +39,8 @@ type App struct {
 
 // NewApp assembles the broker from its components.
 func NewApp(cfg config.Config, log *slog.Logger, flags *maintenance.Flags, b *fusion.Batcher, sp *spool.Spool,
-	d *drain.Drainer, srv *http.Server) *App {
-	return &App{cfg: cfg, log: log, flags: flags, batcher: b, spool: sp, drainer: d, http: srv,
+	d *drain.Drainer, hot *hotlist.List, mesh *peers.Mesh, srv *http.Server) *App {
+	return &App{cfg: cfg, log: log, flags: flags, batcher: b, spool: sp, drainer: d, hot: hot, mesh: mesh, http: srv,
 		failed: make(chan error, 1)}
 }
 
@@ -44,13 +48,15 @@ func NewApp(cfg config.Config, log *slog.Logger, flags *maintenance.Flags, b *fu
 func (a *App) Logger() *slog.Logger { return a.log }
 
 // Start reads the maintenance flags, starts push fusion, the spool's writer and its
-// drain, then listens on QUEEN_BIND_ADDR:PORT (PORT 0: a free port, see Addr) and serves
+// drain, the hot-list and the peer hints, then listens on QUEEN_BIND_ADDR:PORT (PORT 0: a free port, see Addr) and serves
 // HTTP. On a listen error everything started is stopped again.
 func (a *App) Start(ctx context.Context) error {
 	a.flags.Start(ctx)
 	a.batcher.Start()
 	a.spool.Start()
 	a.drainer.Start()
+	a.hot.Start()
+	a.mesh.Start()
 	ln, err := net.Listen("tcp", a.http.Addr)
 	if err != nil {
 		_ = a.stopComponents(ctx)
@@ -74,7 +80,7 @@ func (a *App) Failed() <-chan error { return a.failed }
 
 // Stop shuts the broker down in this order: stop accepting and answer the parked long
 // polls (204), let in-flight requests finish within ctx (their pushes commit), stop the
-// spool's drain, commit what fusion still holds (given DB_STATEMENT_TIMEOUT whatever
+// peer hints and the hot-list's background work, stop the spool's drain, commit what fusion still holds (given DB_STATEMENT_TIMEOUT whatever
 // ctx says), flush and close the spool, stop re-reading the maintenance flags. Every
 // step runs even when an earlier one failed.
 func (a *App) Stop(ctx context.Context) error {
@@ -89,6 +95,8 @@ func (a *App) Stop(ctx context.Context) error {
 
 func (a *App) stopComponents(ctx context.Context) error {
 	var errs []error
+	a.mesh.Stop()
+	a.hot.Stop()
 	a.drainer.Stop()
 	// Whatever the shutdown deadline, what fusion holds was accepted: its commits get
 	// the time a statement may take.

@@ -21,8 +21,10 @@ import (
 	"github.com/queen-go/queen/core/drain"
 	"github.com/queen-go/queen/core/envelope"
 	"github.com/queen-go/queen/core/fusion"
+	"github.com/queen-go/queen/core/hotlist"
 	"github.com/queen-go/queen/core/maintenance"
 	"github.com/queen-go/queen/core/notify"
+	"github.com/queen-go/queen/core/peers"
 	"github.com/queen-go/queen/core/push"
 	"github.com/queen-go/queen/core/queues"
 	"github.com/queen-go/queen/core/segment"
@@ -45,6 +47,8 @@ var ProviderSet = wire.NewSet(
 	storageSet,
 	ProvideDatabase,
 	ProvideWaker,
+	ProvideHotlist,
+	ProvidePeers,
 	ProvideSealer,
 	ProvidePushService,
 	ProvideConsumeService,
@@ -183,19 +187,37 @@ func ProvidePushService(b *fusion.Batcher, sealer *envelope.Sealer, store *postg
 	return p
 }
 
-// ProvideWaker is where parked pops wait; it hears of every commit.
-func ProvideWaker(commits *notify.Commits) *consume.Waker {
-	w := consume.NewWaker()
-	commits.Subscribe(w.Committed)
-	return w
+// ProvideWaker is where parked pops wait; the hot-list wakes them.
+func ProvideWaker() *consume.Waker { return consume.NewWaker() }
+
+// ProvideHotlist builds the hot-list (QUEEN_HOTLIST): it hears of every commit and queue
+// change, and wakes the parked pops (at once when it is off).
+func ProvideHotlist(store *postgres.Store, waker *consume.Waker, commits *notify.Commits, changes *notify.QueueChanges,
+	cfg config.Config, log *slog.Logger) *hotlist.List {
+	l := hotlist.New(store, hotlist.Options{
+		Enabled: cfg.Hotlist, Wake: waker.Notify, Shards: cfg.HotlistShards, WindowBatch: cfg.HotlistWindowBatch,
+		Reseed: cfg.HotlistReseed, IdleSweep: cfg.HotlistIdleSweep, Stranded: 2 * cfg.StatementTimeout,
+		TopN: cfg.LogTopNQueues, Trace: cfg.HotlistTrace, Logger: log,
+	})
+	commits.Subscribe(l.Committed)
+	changes.Subscribe(l.QueueChanged)
+	return l
+}
+
+// ProvidePeers builds the hints exchanged with the other brokers on the database
+// (QUEEN_PEER_HINTS): this broker's commits go out, the others' reach the hot-list.
+func ProvidePeers(store *postgres.Store, hot *hotlist.List, commits *notify.Commits, cfg config.Config, log *slog.Logger) *peers.Mesh {
+	m := peers.New(store, hot, peers.Options{Enabled: cfg.PeerHints, Logger: log})
+	commits.Subscribe(m.Committed)
+	return m
 }
 
 // ProvideConsumeService builds the pop/ack use case; pops claim nothing during pop
 // maintenance.
 func ProvideConsumeService(store *postgres.Store, codec *segment.Codec, sealer *envelope.Sealer, waker *consume.Waker,
-	commits *notify.Commits, m *maintenance.Flags, cfg config.Config, log *slog.Logger) *consume.Service {
+	hot *hotlist.List, commits *notify.Commits, m *maintenance.Flags, cfg config.Config, log *slog.Logger) *consume.Service {
 	return consume.New(store, codec, consume.Options{
-		Sealer: sealer, Waker: waker, Commits: commits, Paused: m.Pop,
+		Sealer: sealer, Waker: waker, Hot: hot, Commits: commits, Paused: m.Pop,
 		DefaultTimeout: cfg.PopTimeout, DefaultSubscription: cfg.SubscriptionMode,
 		PollInitial: cfg.PollInitial, PollThreshold: cfg.PollThreshold,
 		PollMultiplier: cfg.PollMultiplier, PollMax: cfg.PollMax, Logger: log,
@@ -203,11 +225,12 @@ func ProvideConsumeService(store *postgres.Store, codec *segment.Codec, sealer *
 }
 
 // ProvideHandler builds the HTTP routes.
-func ProvideHandler(p *push.Service, c *consume.Service, m *maintenance.Flags, qs *queues.Service, d *drain.Drainer, store *postgres.Store, b *fusion.Batcher, limiter *vegas.Limiter, cfg config.Config,
-	log *slog.Logger) http.Handler {
+func ProvideHandler(p *push.Service, c *consume.Service, m *maintenance.Flags, qs *queues.Service, d *drain.Drainer,
+	store *postgres.Store, b *fusion.Batcher, limiter *vegas.Limiter, hot *hotlist.List, mesh *peers.Mesh,
+	cfg config.Config, log *slog.Logger) http.Handler {
 	prom := metrics.Handler(metrics.Sources{
 		Fusion: b.Stats, Push: p.Stats, PushLimit: limiter.Limit, PoolStats: store.PoolStats,
-		DBCommits: store.Commits, Maintenance: m.Push, Spool: d.Status,
+		DBCommits: store.Commits, Maintenance: m.Push, Spool: d.Status, Hotlist: hot.Stats, Peers: mesh.Stats,
 	})
 	return httpapi.New(httpapi.Services{Push: p, DB: store, Consume: c, Queues: qs, Maintenance: m, Buffers: d.Status},
 		httpapi.Options{MaxBodyBytes: cfg.MaxBodyBytes, Version: Version, Logger: log, Prometheus: prom,

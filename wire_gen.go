@@ -45,6 +45,9 @@ func InitializeApp(ctx context.Context, cfg config.Config) (*App, func(), error)
 		return nil, nil, err
 	}
 	drainer := ProvideDrainer(spool, batcher, store, flags, cfg, logger)
+	waker := ProvideWaker()
+	list := ProvideHotlist(store, waker, commits, queueChanges, cfg, logger)
+	mesh := ProvidePeers(store, list, commits, cfg, logger)
 	sealer, err := ProvideSealer(cfg)
 	if err != nil {
 		cleanup3()
@@ -54,13 +57,12 @@ func InitializeApp(ctx context.Context, cfg config.Config) (*App, func(), error)
 	}
 	gate := ProvideGate(drainer, flags)
 	service := ProvidePushService(batcher, sealer, store, codec, commits, queueChanges, spool, gate, cfg, logger)
-	waker := ProvideWaker(commits)
-	consumeService := ProvideConsumeService(store, codec, sealer, waker, commits, flags, cfg, logger)
+	consumeService := ProvideConsumeService(store, codec, sealer, waker, list, commits, flags, cfg, logger)
 	admin, cleanup4 := ProvideAdmin(store, cfg, logger)
 	queuesService := ProvideQueues(admin, sealer, codec, queueChanges, logger)
-	handler := ProvideHandler(service, consumeService, flags, queuesService, drainer, store, batcher, limiter, cfg, logger)
+	handler := ProvideHandler(service, consumeService, flags, queuesService, drainer, store, batcher, limiter, list, mesh, cfg, logger)
 	server := ProvideHTTPServer(cfg, handler, consumeService)
-	app := NewApp(cfg, logger, flags, batcher, spool, drainer, server)
+	app := NewApp(cfg, logger, flags, batcher, spool, drainer, list, mesh, server)
 	return app, func() {
 		cleanup4()
 		cleanup3()

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -68,6 +69,17 @@ type Config struct {
 	PollMultiplier   float64       `env:"POP_WAIT_BACKOFF_MULTIPLIER" envDefault:"2.0" min:"1" max:"100" section:"Pop path" help:"Growth factor of the long-poll interval after the threshold (interval x empties x factor)."`
 	PollMax          time.Duration `env:"POP_WAIT_MAX_INTERVAL_MS" envDefault:"1000" min:"1" section:"Pop path" help:"Cap of the long-poll re-check interval, in milliseconds."`
 
+	// Hot-list and peers.
+
+	Hotlist            bool          `env:"QUEEN_HOTLIST" envDefault:"true" section:"Hot-list" help:"Serve wildcard pops from the in-memory hot-list (partitions with work per queue and consumer group); false scans for candidate partitions in SQL on every wildcard pop."`
+	HotlistShards      int           `env:"QUEEN_HOTLIST_SHARDS" envDefault:"8" defaultFrom:"QUEEN_V2_FUSION_SHARDS" min:"1" max:"256" section:"Hot-list" help:"Sub-shards of each (queue, group) ring, so one busy queue does not convoy on one lock; QUEEN_V2_FUSION_SHARDS when unset."`
+	HotlistWindowBatch int           `env:"QUEEN_HOTLIST_WINDOW_BATCH" envDefault:"100" min:"1" section:"Hot-list" help:"Messages marked on a windowBuffer partition that make it ready before its window has elapsed."`
+	HotlistReseed      time.Duration `env:"QUEEN_HOTLIST_RESEED_MS" envDefault:"5000" min:"100" section:"Hot-list" help:"Period of the reseed floor, per (queue, group): the hot-list re-reads the partitions with work from PostgreSQL, which repairs whatever it missed, in milliseconds."`
+	HotlistIdleSweep   time.Duration `env:"QUEEN_HOTLIST_IDLE_SWEEP_MS" envDefault:"60000" min:"0" section:"Hot-list" help:"Period of the sweep that drops the hot-list state of queues unused for a whole period, in milliseconds; 0 disables it (memory then grows with every queue name ever popped)."`
+	LogTopNQueues      int           `env:"QUEEN_LOG_TOPN_QUEUES" envDefault:"10" min:"0" section:"Hot-list" help:"Busiest (queue, group) rings named in the hot-list's periodic log lines."`
+	HotlistTrace       string        `env:"QUEEN_HOTLIST_TRACE" envDefault:"" section:"Hot-list" help:"Queue-name prefix whose hot-list marks, serves and reseeds are logged (at most 100 lines a second); empty: none."`
+	PeerHints          bool          `env:"QUEEN_PEER_HINTS" envDefault:"true" section:"Hot-list" help:"Tell the other brokers on the database about this broker's commits (PostgreSQL LISTEN/NOTIFY, coalesced every 5 ms), so their parked pops wake at once; a broker alone on its database may turn it off."`
+
 	// Spool.
 
 	SpoolDir           string        `env:"FILE_BUFFER_DIR" envDefault:"" section:"Spool" help:"Directory of the crash-safe push spool (pushes the database could not take, and every push during maintenance). Default: QUEEN_DATA_DIR/buffers with the embedded PostgreSQL, else /var/lib/queen/buffers ($TMPDIR/queen-buffers when that cannot be created)."`
@@ -87,7 +99,7 @@ type Config struct {
 }
 
 // sections lists the Usage sections in display order.
-var sections = []string{"Server", "Database", "Push path", "Pop path", "Spool", "Logging"}
+var sections = []string{"Server", "Database", "Push path", "Pop path", "Hot-list", "Spool", "Logging"}
 
 var (
 	durationType = reflect.TypeFor[time.Duration]()
@@ -284,6 +296,14 @@ func Parse(environ map[string]string) (Config, error) {
 	}
 
 	if len(errs) > 0 {
+		// A value inherited through defaultFrom fails with its source variable: report
+		// that variable once.
+		seen := make(map[string]bool, len(errs))
+		errs = slices.DeleteFunc(errs, func(e error) bool {
+			dup := seen[e.Error()]
+			seen[e.Error()] = true
+			return dup
+		})
 		return Config{}, errors.Join(errs...)
 	}
 	return cfg, nil

@@ -45,6 +45,13 @@ func defaults() Config {
 		PollThreshold:      3,
 		PollMultiplier:     2,
 		PollMax:            time.Second,
+		Hotlist:            true,
+		HotlistShards:      8,
+		HotlistWindowBatch: 100,
+		HotlistReseed:      5 * time.Second,
+		HotlistIdleSweep:   time.Minute,
+		LogTopNQueues:      10,
+		PeerHints:          true,
 		SpoolFlush:         100 * time.Millisecond,
 		SpoolBatch:         100,
 		SpoolPerFile:       10000,
@@ -102,6 +109,7 @@ func TestParse(t *testing.T) {
 			c.StatementTimeout = 1500 * time.Millisecond
 			c.ApplySchema = false
 			c.FusionShards = 256
+			c.HotlistShards = 256 // inherited from QUEEN_V2_FUSION_SHARDS
 			c.BundleMax = 4096
 			c.FusionHold = time.Millisecond
 			c.ZstdLevel = 22

@@ -31,9 +31,42 @@ type PopRequest struct {
 	LeaseID          string // UUID shared by every claimed partition; ignored with AutoAck
 	SubscribeMode    string // SubscribeAll, SubscribeNew or SubscribeTimestamp
 	SubscribeFrom    time.Time
-	// Candidates are partition ids to try first, in order (the hot-list); nil lets the
-	// store scan for them.
+	// Candidates are the partition ids a wildcard pop tries, in order (the hot-list), and
+	// only those; nil lets the store scan the queue for partitions with work. With
+	// candidates the store reports a Verdict for each.
 	Candidates []string
+}
+
+// VerdictKind is what a claim attempt found at one candidate partition.
+type VerdictKind uint8
+
+// The verdicts of a candidate (PopRequest.Candidates).
+const (
+	// VerdictSkipped: not evaluated (the pop was full before its turn).
+	VerdictSkipped VerdictKind = iota
+	// VerdictTook: a span was claimed (Drained when it reached the partition's last
+	// offset at claim time).
+	VerdictTook
+	// VerdictEmpty: nothing deliverable after the group's cursor. NotBefore, when set,
+	// is when a deferral (delayedProcessing, windowBuffer) may end.
+	VerdictEmpty
+	// VerdictLeased: another consumer of the group holds a live lease until
+	// LeaseExpires.
+	VerdictLeased
+	// VerdictBusy: another transaction held the group's cursor row (a pop or an ack
+	// under way).
+	VerdictBusy
+	// VerdictGone: no such partition in the queue (deleted).
+	VerdictGone
+)
+
+// Verdict is the outcome of one candidate of a pop, in candidate order.
+type Verdict struct {
+	PartitionID  string
+	Kind         VerdictKind
+	Drained      bool      // VerdictTook: the claim reached the partition's last offset
+	LeaseExpires time.Time // VerdictTook (leased pops) and VerdictLeased
+	NotBefore    time.Time // VerdictEmpty on a deferral queue; zero otherwise
 }
 
 // Claim is one claimed partition span (Start..End inclusive) with the segments covering
@@ -75,15 +108,18 @@ type AckResult struct {
 	LeaseReleased bool
 	DLQ           bool
 	Noop          bool // completed ack of an already committed message
-	// Queue and Partition name the item's partition; "" when the store found no
-	// consumer of it (a partition id that names nothing, or a group that never popped).
+	// Queue and Partition name the item's partition on the results that need it: the
+	// first item of each (partition, group) whose lease the call released, and every item
+	// moved to the dead-letter queue; "" on the others (naming every item would cost the
+	// hot path a string per message).
 	Queue, Partition string
 }
 
 // ConsumeStore claims spans and applies acknowledgements.
 type ConsumeStore interface {
-	// Pop claims spans for req; no claims (nil, nil) when nothing is deliverable.
-	Pop(ctx context.Context, req PopRequest) ([]Claim, error)
+	// Pop claims spans for req; no claims when nothing is deliverable. With
+	// req.Candidates it returns one verdict per candidate, in candidate order (else nil).
+	Pop(ctx context.Context, req PopRequest) ([]Claim, []Verdict, error)
 	// Ack applies items and returns one result per item in input order.
 	Ack(ctx context.Context, items []AckItem) ([]AckResult, error)
 	// Release undoes claims whose messages never reached a client (it went away while
@@ -93,4 +129,46 @@ type ConsumeStore interface {
 	// ExtendLease renews every live lease held by leaseID to at least now+d and returns
 	// how many were renewed and the earliest new expiry.
 	ExtendLease(ctx context.Context, leaseID string, d time.Duration) (renewed int, expires time.Time, err error)
+}
+
+// PendingPartition is a partition that probably has work for a group.
+type PendingPartition struct {
+	ID, Name string
+}
+
+// PendingPage is one page of a queue's probably-pending partitions for a group.
+type PendingPage struct {
+	Partitions []PendingPartition // ascending id
+	// The queue's deferral options, which decide how the hot-list schedules a partition
+	// that received data.
+	DelayedProcessing, WindowBuffer time.Duration
+	// QueueExists is false when there is no such queue (its partitions are gone).
+	QueueExists bool
+}
+
+// HotlistStore answers the hot-list's reseed floor.
+type HotlistStore interface {
+	// Pending lists up to limit partitions of the queue, in ascending id after after
+	// ("" = from the start), that probably have work for group: something after the
+	// group's cursor, or data and no cursor yet. Partitions under a live lease are
+	// included (they are still pending). It may include partitions without work, never
+	// leave out one with work.
+	Pending(ctx context.Context, tenant, queue, group, after string, limit int) (PendingPage, error)
+}
+
+// Hint says that a partition received data; brokers exchange hints so that a push on one
+// wakes the pops parked on another.
+type Hint struct {
+	Tenant, Queue, Partition, PartitionID string
+}
+
+// HintBus carries hints between the brokers of one database. Delivery is best effort:
+// a lost hint costs latency (the reseed floor and the pops' own re-checks recover it),
+// never a message.
+type HintBus interface {
+	// Publish sends hints to the other brokers, outside any push transaction.
+	Publish(ctx context.Context, hints []Hint) error
+	// Listen delivers the hints other brokers publish until ctx ends; it never delivers
+	// this process's own. It returns ctx's error, or why listening failed.
+	Listen(ctx context.Context, deliver func([]Hint)) error
 }

@@ -4,7 +4,7 @@
 -- One row per (partition, consumer group). Updated on every pop and ack, so it is tuned
 -- like log_partitions: fillfactor for HOT updates, threshold autovacuum, no truncation.
 -- Rows are created lazily by the first pop of the group on the partition, under a
--- non-blocking advisory try-lock (log_pop_v1), never by waiting on another insert.
+-- non-blocking advisory try-lock (log_pop_v2), never by waiting on another insert.
 --
 -- Invariants: committed <= batch_end; the span (committed, batch_end] is the last
 -- delivery not yet acked; lease_id is NULL exactly when lease_expires_at is NULL; a lease

@@ -51,21 +51,50 @@ BEGIN
 END
 $$;
 
--- log_pop_v1 claims up to p_max_parts partitions of the given queues for p_group and
+-- log_pop_v2 claims up to p_max_parts partitions of the given queues for p_group and
 -- returns the segments covering the claimed spans (one row per segment, partitions in
--- claim order, segments in offset order). At most p_batch messages in total.
+-- claim order, segments in offset order), at most p_batch messages in total; when the
+-- pop names its candidates (the hot-list), it also says what it found at each one it
+-- evaluated. (log_pop_v1 answered the segments only; it is no longer defined here, and
+-- databases shared with older brokers keep it.)
 --
 --   p_partition   NULL for a wildcard or discovery pop, else the one partition name
---                 (then p_queue_ids has one element)
---   p_candidates  wildcard candidates in preference order (the hot-list); NULL = scan
+--                 (then p_queue_ids has one element and p_candidates is ignored)
+--   p_candidates  the partitions to try, in this order, and only those (the hot-list);
+--                 NULL = scan the queues for partitions with work. No repeats (the
+--                 adapter removes them): a repeat would find its own claim's lease.
 --   p_lease_secs  0 = the queue's leaseTime (60 s while the queue is unconfigured)
 --   p_auto_ack    commit the cursor at delivery; no lease
 --   p_sub_mode    'all' | 'new' | 'timestamp' for a named group's first contact
 --
--- A partition is skipped, never waited for, when its (partition, group) row is locked by
--- another pop or ack (SKIP LOCKED), when its lease is live, when another transaction is
--- creating its row (advisory try-lock), or when nothing is visible after the cursor.
-CREATE OR REPLACE FUNCTION queen.log_pop_v1(
+-- Every row carries cand_ord (the candidate's 1-based position in p_candidates; NULL on
+-- a scan or a pinned pop) and a verdict (the numbers are the adapter's to map):
+--
+--   1 took    a span was claimed: a segment row, with drained = the span's end reached
+--             last_offset as read at claim time, and the claim's lease_expires_at
+--             (NULL with p_auto_ack)
+--   2 empty   nothing deliverable after the group's cursor; not_before, when a deferral
+--             hides data: the first hidden segment's created_at + delayedProcessing, or
+--             the last segment's created_at + windowBuffer
+--   3 leased  a live lease of the group; lease_expires_at is its expiry
+--   4 busy    another transaction holds the cursor row (a pop or an ack: SKIP LOCKED
+--             skipped it), is creating it (the advisory try-lock was taken), or is
+--             deleting the partition (its KEY SHARE lock was skipped)
+--   5 gone    no such partition in the queues
+--
+-- Verdicts 2-5 come as one row each (segment columns NULL), and only for candidates: a
+-- scan reports claims only. A candidate after the pop filled up (batch or partitions)
+-- gets no row: it was not evaluated.
+--
+-- Locks: a claim never waits for a row lock. Cursor rows are taken FOR UPDATE SKIP
+-- LOCKED, a first contact's partition row FOR KEY SHARE SKIP LOCKED, and cursor creation
+-- is guarded by an advisory try-lock; so candidates, which come in the hot-list's order
+-- rather than the global ascending-id order, cannot close a wait cycle with an ack
+-- (which locks cursor rows in ascending order) or a queue deletion (which locks the
+-- partitions in ascending order, then deletes their cursors). The only waits are the
+-- group subscription's insert (a key check on the queue row) and the provisioning of
+-- the queue row, both before any cursor is locked.
+CREATE OR REPLACE FUNCTION queen.log_pop_v2(
     p_queue_ids  uuid[],
     p_partition  text,
     p_candidates uuid[],
@@ -78,6 +107,10 @@ CREATE OR REPLACE FUNCTION queen.log_pop_v1(
     p_sub_mode   text,
     p_sub_from   timestamptz
 ) RETURNS TABLE (
+    cand_ord         integer,
+    verdict          smallint,
+    drained          boolean,
+    not_before       timestamptz,
     partition_id     uuid,
     partition_name   text,
     queue_name       text,
@@ -91,15 +124,25 @@ CREATE OR REPLACE FUNCTION queen.log_pop_v1(
     seg_blob         bytea
 )
 LANGUAGE plpgsql
+-- Generic plans: every statement below runs on every pop with the same shape, and
+-- re-planning it per call costs more than running it (see log_push_multi_v2).
 SET plan_cache_mode = force_generic_plan
 AS $$
 DECLARE
     v_queue_mode boolean := p_group = '__QUEUE_MODE__';
+    -- Verdict rows are for the hot-list, which named the candidates; a scan and a pinned
+    -- pop pay for none.
+    v_report     boolean := p_partition IS NULL AND p_candidates IS NOT NULL;
     v_left       integer := greatest(p_batch, 1);
     v_claimed    integer := 0;
     v_now        timestamptz := clock_timestamp();
     v_pid        uuid;
     v_cands      uuid[];
+    v_ord        integer := 0;
+    v_verdict    smallint;
+    v_nb         timestamptz;
+    v_held       timestamptz;
+    v_last_at    timestamptz;
     p            record;
     c            record;
     v_from       timestamptz;
@@ -126,10 +169,11 @@ BEGIN
     ELSIF p_candidates IS NOT NULL THEN
         v_cands := p_candidates;
     ELSE
-        -- The SQL candidate scan (QUEEN_HOTLIST=0): recently written partitions first
-        -- (the quantised last-write index), random among equals so consumers spread;
-        -- only partitions with something after this group's cursor and no live lease.
-        -- Over-fetch: some candidates are lost to concurrent pops before we lock them.
+        -- The SQL candidate scan (QUEEN_HOTLIST=0, and a group's first wildcard pop):
+        -- recently written partitions first (the quantised last-write index), random
+        -- among equals so consumers spread; only partitions with something after this
+        -- group's cursor and no live lease. Over-fetch: some candidates are lost to
+        -- concurrent pops before we lock them.
         -- Partitions that windowBuffer or delayedProcessing certainly hide are left out
         -- here, not only in the loop: they are the most recently written ones, so they
         -- would fill the bounded candidate list and starve older deliverable partitions.
@@ -163,110 +207,171 @@ BEGIN
         RETURN;
     END IF;
 
+    -- The claim core, the same for the scan, the candidates and a pinned pop: each
+    -- partition ends with a verdict (v_verdict) and, when it took, one claimed span.
     FOREACH v_pid IN ARRAY v_cands LOOP
         EXIT WHEN v_claimed >= greatest(p_max_parts, 1) OR v_left <= 0;
-
-        SELECT lp.id, lp.name, lp.queue_id, lp.last_offset, lp.log_start,
-               q.name AS queue_name, q.lease_time, q.configured, q.delayed_processing, q.window_buffer
-          INTO p
-          FROM queen.log_partitions lp JOIN queen.queues q ON q.id = lp.queue_id
-         WHERE lp.id = v_pid AND lp.queue_id = ANY (p_queue_ids);
-        CONTINUE WHEN NOT FOUND OR p.last_offset < p.log_start;
-
-        SELECT lc.committed, lc.batch_end, lc.lease_id, lc.lease_expires_at,
-               lc.delivery_start, lc.delivery_attempt
-          INTO c
-          FROM queen.log_consumers lc
-         WHERE lc.partition_id = v_pid AND lc.consumer_group = p_group
-           FOR UPDATE SKIP LOCKED;
-        IF NOT FOUND THEN
-            -- Locked by another pop or ack, or not created yet. Create it only under a
-            -- non-blocking try-lock: waiting on another transaction's insert of the same
-            -- key is how mass first contact livelocks (seed 001).
-            CONTINUE WHEN EXISTS (SELECT 1 FROM queen.log_consumers lc
-                                   WHERE lc.partition_id = v_pid AND lc.consumer_group = p_group);
-            CONTINUE WHEN NOT pg_try_advisory_xact_lock(
-                hashtextextended('queen.consumer:' || v_pid::text || ':' || p_group, 0));
-            v_committed := p.log_start - 1;
-            IF NOT v_queue_mode THEN
-                v_from := v_froms[array_position(p_queue_ids, p.queue_id)];
-                IF v_from IS NOT NULL THEN
-                    SELECT greatest(s.base_offset + s.msg_count - 1, p.log_start - 1) INTO v_committed
-                      FROM queen.log_segments s
-                     WHERE s.partition_id = v_pid AND s.created_at < v_from
-                     ORDER BY s.base_offset DESC LIMIT 1;
-                    v_committed := coalesce(v_committed, p.log_start - 1);
+        v_ord := v_ord + 1;
+        v_verdict := 5;
+        v_nb := NULL;
+        v_held := NULL;
+        <<try>>
+        BEGIN
+            -- The partition, and its cursor as it was when this statement started, read
+            -- without a lock: a partition leased to another consumer, or with nothing after
+            -- the cursor, is answered so without taking the cursor's row lock. Most of the
+            -- stale candidates the hot-list names (it errs on the side of excess) are such,
+            -- and the lock would dirty the row, give the pop a transaction id and so a WAL
+            -- flush at commit, for nothing. The locked read below decides for the rest on
+            -- the row's newest version.
+            SELECT lp.id, lp.name, lp.queue_id, lp.last_offset, lp.log_start,
+                   q.name AS queue_name, q.lease_time, q.configured, q.delayed_processing, q.window_buffer,
+                   lc.partition_id IS NOT NULL AS seen, lc.committed AS seen_committed,
+                   lc.lease_id IS NOT NULL AND lc.lease_expires_at > v_now AS seen_leased,
+                   lc.lease_expires_at AS seen_expires
+              INTO p
+              FROM queen.log_partitions lp JOIN queen.queues q ON q.id = lp.queue_id
+              LEFT JOIN queen.log_consumers lc ON lc.partition_id = lp.id AND lc.consumer_group = p_group
+             WHERE lp.id = v_pid AND lp.queue_id = ANY (p_queue_ids);
+            EXIT try WHEN NOT FOUND;                                   -- gone
+            v_verdict := 2;
+            EXIT try WHEN p.last_offset < p.log_start;                 -- empty: nothing retained
+            IF p.seen_leased THEN
+                v_verdict := 3;
+                v_held := p.seen_expires;
+                EXIT try;
+            END IF;
+            EXIT try WHEN p.seen AND greatest(p.seen_committed, p.log_start - 1) >= p.last_offset;
+            -- windowBuffer: a partition that received data in the last W seconds is quiet,
+            -- until its last segment is W seconds old. It does not depend on the cursor, so
+            -- it too is decided before any lock.
+            IF p.window_buffer > 0 THEN
+                SELECT s.created_at INTO v_last_at
+                  FROM queen.log_segments s WHERE s.partition_id = v_pid
+                 ORDER BY s.base_offset DESC LIMIT 1;
+                IF v_last_at > v_now - make_interval(secs => p.window_buffer) THEN
+                    v_nb := v_last_at + make_interval(secs => p.window_buffer);
+                    EXIT try;
                 END IF;
             END IF;
-            -- What a foreign key's check did (there is none, see 001_tables.sql): a
-            -- partition being deleted is waited for, and a deleted one gets no cursor.
-            -- Pushes lock partitions FOR NO KEY UPDATE, which does not conflict.
-            PERFORM 1 FROM queen.log_partitions lp WHERE lp.id = v_pid FOR KEY SHARE;
-            CONTINUE WHEN NOT FOUND;
-            INSERT INTO queen.log_consumers AS lc (partition_id, consumer_group, committed, batch_end)
-            VALUES (v_pid, p_group, v_committed, v_committed)
-            ON CONFLICT ON CONSTRAINT log_consumers_pkey DO NOTHING;
-            CONTINUE WHEN NOT FOUND;
-            SELECT v_committed AS committed, v_committed AS batch_end, NULL::uuid AS lease_id,
-                   NULL::timestamptz AS lease_expires_at, -1::bigint AS delivery_start,
-                   0 AS delivery_attempt
-              INTO c;
-        END IF;
-        CONTINUE WHEN c.lease_id IS NOT NULL AND c.lease_expires_at > v_now;
 
-        v_committed := greatest(c.committed, p.log_start - 1);
-        CONTINUE WHEN v_committed >= p.last_offset;
-        -- windowBuffer: a partition that received data in the last W seconds is quiet.
-        IF p.window_buffer > 0 THEN
-            CONTINUE WHEN EXISTS (
-                SELECT 1 FROM (SELECT s.created_at FROM queen.log_segments s
-                                WHERE s.partition_id = v_pid
-                                ORDER BY s.base_offset DESC LIMIT 1) last
-                 WHERE last.created_at > v_now - make_interval(secs => p.window_buffer));
-        END IF;
-        v_end := least(v_committed + v_left, p.last_offset);
-        -- delayedProcessing: only segments at least D seconds old are visible.
-        IF p.delayed_processing > 0 THEN
-            SELECT s.base_offset + s.msg_count - 1 INTO v_vis
-              FROM queen.log_segments s
-             WHERE s.partition_id = v_pid AND s.base_offset <= v_end
-               AND s.created_at <= v_now - make_interval(secs => p.delayed_processing)
-             ORDER BY s.base_offset DESC LIMIT 1;
-            CONTINUE WHEN v_vis IS NULL OR v_vis <= v_committed;
-            v_end := least(v_end, v_vis);
-        END IF;
+            SELECT lc.committed, lc.batch_end, lc.lease_id, lc.lease_expires_at,
+                   lc.delivery_start, lc.delivery_attempt
+              INTO c
+              FROM queen.log_consumers lc
+             WHERE lc.partition_id = v_pid AND lc.consumer_group = p_group
+               FOR UPDATE SKIP LOCKED;
+            IF NOT FOUND THEN
+                -- Locked by another pop or ack, or not created yet. Create it only under a
+                -- non-blocking try-lock: waiting on another transaction's insert of the same
+                -- key is how mass first contact livelocks (seed 001).
+                v_verdict := 4;
+                EXIT try WHEN EXISTS (SELECT 1 FROM queen.log_consumers lc
+                                       WHERE lc.partition_id = v_pid AND lc.consumer_group = p_group);
+                EXIT try WHEN NOT pg_try_advisory_xact_lock(
+                    hashtextextended('queen.consumer:' || v_pid::text || ':' || p_group, 0));
+                v_committed := p.log_start - 1;
+                IF NOT v_queue_mode THEN
+                    v_from := v_froms[array_position(p_queue_ids, p.queue_id)];
+                    IF v_from IS NOT NULL THEN
+                        SELECT greatest(s.base_offset + s.msg_count - 1, p.log_start - 1) INTO v_committed
+                          FROM queen.log_segments s
+                         WHERE s.partition_id = v_pid AND s.created_at < v_from
+                         ORDER BY s.base_offset DESC LIMIT 1;
+                        v_committed := coalesce(v_committed, p.log_start - 1);
+                    END IF;
+                END IF;
+                -- What a foreign key's check did (there is none, see 001_tables.sql): no
+                -- cursor for a partition being deleted (a queue deletion holds it FOR
+                -- UPDATE) or deleted. Skipped rather than waited for: see Locks above.
+                -- Pushes lock partitions FOR NO KEY UPDATE, which does not conflict.
+                PERFORM 1 FROM queen.log_partitions lp WHERE lp.id = v_pid FOR KEY SHARE SKIP LOCKED;
+                EXIT try WHEN NOT FOUND;
+                INSERT INTO queen.log_consumers AS lc (partition_id, consumer_group, committed, batch_end)
+                VALUES (v_pid, p_group, v_committed, v_committed)
+                ON CONFLICT ON CONSTRAINT log_consumers_pkey DO NOTHING;
+                EXIT try WHEN NOT FOUND;
+                SELECT v_committed AS committed, v_committed AS batch_end, NULL::uuid AS lease_id,
+                       NULL::timestamptz AS lease_expires_at, -1::bigint AS delivery_start,
+                       0 AS delivery_attempt
+                  INTO c;
+            END IF;
+            -- Again on the newest version of the row, which the lock read.
+            IF c.lease_id IS NOT NULL AND c.lease_expires_at > v_now THEN
+                v_verdict := 3;
+                v_held := c.lease_expires_at;
+                EXIT try;
+            END IF;
+            v_verdict := 2;
+            v_committed := greatest(c.committed, p.log_start - 1);
+            EXIT try WHEN v_committed >= p.last_offset;
+            v_end := least(v_committed + v_left, p.last_offset);
+            -- delayedProcessing: only segments at least D seconds old are visible.
+            IF p.delayed_processing > 0 THEN
+                SELECT s.base_offset + s.msg_count - 1 INTO v_vis
+                  FROM queen.log_segments s
+                 WHERE s.partition_id = v_pid AND s.base_offset <= v_end
+                   AND s.created_at <= v_now - make_interval(secs => p.delayed_processing)
+                 ORDER BY s.base_offset DESC LIMIT 1;
+                IF v_vis IS NULL OR v_vis <= v_committed THEN
+                    -- The segment holding the next wanted offset is the first hidden one.
+                    -- Only the hot-list reads the answer (a scan skips it).
+                    IF v_report THEN
+                        SELECT s.created_at + make_interval(secs => p.delayed_processing) INTO v_nb
+                          FROM queen.log_segments s
+                         WHERE s.partition_id = v_pid AND s.base_offset <= v_committed + 1
+                         ORDER BY s.base_offset DESC LIMIT 1;
+                    END IF;
+                    EXIT try;
+                END IF;
+                v_end := least(v_end, v_vis);
+            END IF;
 
-        v_attempt := CASE WHEN c.delivery_start = v_committed + 1 THEN c.delivery_attempt + 1 ELSE 1 END;
-        IF p_auto_ack THEN
-            v_expires := NULL;
-            UPDATE queen.log_consumers lc SET
-                committed = v_end, batch_end = v_end, lease_id = NULL, lease_expires_at = NULL,
-                retry_count = 0, delivery_start = v_committed + 1, delivery_attempt = v_attempt,
-                last_consumed_at = v_now
-             WHERE lc.partition_id = v_pid AND lc.consumer_group = p_group;
-        ELSE
-            v_lease := CASE WHEN p_lease_secs > 0 THEN p_lease_secs
-                            WHEN p.configured THEN p.lease_time ELSE 60 END;
-            v_expires := v_now + make_interval(secs => v_lease);
-            UPDATE queen.log_consumers lc SET
-                committed = v_committed, batch_end = v_end, lease_id = p_lease_id,
-                lease_expires_at = v_expires, delivery_start = v_committed + 1,
-                delivery_attempt = v_attempt, last_consumed_at = v_now
-             WHERE lc.partition_id = v_pid AND lc.consumer_group = p_group;
-        END IF;
+            v_attempt := CASE WHEN c.delivery_start = v_committed + 1 THEN c.delivery_attempt + 1 ELSE 1 END;
+            IF p_auto_ack THEN
+                v_expires := NULL;
+                UPDATE queen.log_consumers lc SET
+                    committed = v_end, batch_end = v_end, lease_id = NULL, lease_expires_at = NULL,
+                    retry_count = 0, delivery_start = v_committed + 1, delivery_attempt = v_attempt,
+                    last_consumed_at = v_now
+                 WHERE lc.partition_id = v_pid AND lc.consumer_group = p_group;
+            ELSE
+                v_lease := CASE WHEN p_lease_secs > 0 THEN p_lease_secs
+                                WHEN p.configured THEN p.lease_time ELSE 60 END;
+                v_expires := v_now + make_interval(secs => v_lease);
+                UPDATE queen.log_consumers lc SET
+                    committed = v_committed, batch_end = v_end, lease_id = p_lease_id,
+                    lease_expires_at = v_expires, delivery_start = v_committed + 1,
+                    delivery_attempt = v_attempt, last_consumed_at = v_now
+                 WHERE lc.partition_id = v_pid AND lc.consumer_group = p_group;
+            END IF;
+            v_verdict := 1;
+        END;
 
-        RETURN QUERY
-            SELECT v_pid, p.name, p.queue_name, v_committed + 1, v_end, v_attempt, v_expires,
-                   s.base_offset, s.msg_count, s.created_at, s.blob
-              FROM queen.log_segments s
-             WHERE s.partition_id = v_pid
-               AND s.base_offset >= coalesce((SELECT max(s2.base_offset) FROM queen.log_segments s2
-                                               WHERE s2.partition_id = v_pid
-                                                 AND s2.base_offset <= v_committed + 1), 0)
-               AND s.base_offset <= v_end
-             ORDER BY s.base_offset;
-        v_left := v_left - (v_end - v_committed)::integer;
-        v_claimed := v_claimed + 1;
+        IF v_verdict = 1 THEN
+            RETURN QUERY
+                SELECT CASE WHEN v_report THEN v_ord END, 1::smallint, v_end >= p.last_offset,
+                       NULL::timestamptz, v_pid, p.name, p.queue_name, v_committed + 1, v_end, v_attempt,
+                       v_expires, s.base_offset, s.msg_count, s.created_at, s.blob
+                  FROM queen.log_segments s
+                 WHERE s.partition_id = v_pid
+                   AND s.base_offset >= coalesce((SELECT max(s2.base_offset) FROM queen.log_segments s2
+                                                   WHERE s2.partition_id = v_pid
+                                                     AND s2.base_offset <= v_committed + 1), 0)
+                   AND s.base_offset <= v_end
+                 ORDER BY s.base_offset;
+            v_left := v_left - (v_end - v_committed)::integer;
+            v_claimed := v_claimed + 1;
+        ELSIF v_report THEN
+            -- One row, from the output variables (the segment columns stay NULL: nothing
+            -- else assigns them).
+            cand_ord := v_ord;
+            verdict := v_verdict;
+            not_before := v_nb;
+            lease_expires_at := v_held;
+            partition_id := v_pid;
+            RETURN NEXT;
+        END IF;
     END LOOP;
 END
 $$;

@@ -191,10 +191,6 @@ BEGIN
                qq.name, lp.name AS partition
           INTO q FROM queen.log_partitions lp JOIN queen.queues qq ON qq.id = lp.queue_id
          WHERE lp.id = g.pid;
-        FOREACH v_i IN ARRAY g.items LOOP
-            v_qname[v_i] := q.name;
-            v_pname[v_i] := q.partition;
-        END LOOP;
         v_live := c.lease_id IS NOT NULL AND c.lease_expires_at > v_now;
 
         -- Resolve the items of the delivered span (the common case) in one pass over its
@@ -328,6 +324,12 @@ BEGIN
             v_ok[v_i] := true;
             v_rel[v_i] := v_release;
             v_dlq[v_i] := v_to_dlq AND v_off[v_i] = v_sig AND p_statuses[v_i] <> 'completed';
+            -- Names where the broker needs them: the group's first released item (the
+            -- hot-list's promote) and each dead letter (a commit announcement).
+            IF (v_release AND v_i = v_valid[1]) OR v_dlq[v_i] THEN
+                v_qname[v_i] := q.name;
+                v_pname[v_i] := q.partition;
+            END IF;
         END LOOP;
     END LOOP;
 

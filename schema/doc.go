@@ -31,11 +31,16 @@
 //     answering one typed row per segment (no JSON on the hot path).
 //   - log_push_one_v2: the allocator, the only place an offset is assigned.
 //   - log_segment_at_v1: the segment covering an offset (duplicate id resolution).
-//   - log_pop_v1, log_ack_v2: claim a span under a lease; apply acknowledgements. An ack
+//   - log_pop_v2, log_ack_v2: claim a span under a lease (with a verdict per candidate
+//     partition when the hot-list names them); apply acknowledgements. An ack
 //     resolves transaction ids through the hash sidecar in passes linear in the items:
 //     log_span_hashes_v1 / log_window_hashes_v1 expand sidecar rows once, log_match_v1
 //     pairs items with offsets by sorting both by hash (no join, so no plan that depends
 //     on a row estimate).
+//
+//   - log_pending_v1 (006_hotlist.sql): the hot-list's reseed, a keyset page of a
+//     (queue, group)'s partitions with probable work, read through the
+//     log_partitions_queue_id (queue_id, id) index.
 //
 // 008_upgrade.sql changes databases created by older versions of these files (guarded,
 // so it does nothing on a current database).

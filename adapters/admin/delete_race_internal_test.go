@@ -32,7 +32,7 @@ func TestDeleteQueueRacingPushesAndPopsLeavesNoOrphans(t *testing.T) {
 					h := []byte(fmt.Sprintf("%-16.16s", fmt.Sprint(part, i)))
 					_, _ = f.store.PushSegments(ctx, []ports.Segment{{Tenant: tenant, Queue: queue, Partition: part,
 						Count: 1, Hashes: h, Verified: -1, Blob: []byte{1}}})
-					_, _ = f.store.Pop(ctx, ports.PopRequest{Tenant: tenant, Queue: queue, Partition: part, Group: "g",
+					_, _, _ = f.store.Pop(ctx, ports.PopRequest{Tenant: tenant, Queue: queue, Partition: part, Group: "g",
 						Batch: 10, Partitions: 1, LeaseID: fmt.Sprintf("0191d7a2-0000-7000-8000-%012d", round*100+p*10+i),
 						SubscribeMode: ports.SubscribeAll})
 				}

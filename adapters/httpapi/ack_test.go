@@ -17,8 +17,8 @@ import (
 // downStore is a ConsumeStore whose database is away.
 type downStore struct{}
 
-func (downStore) Pop(context.Context, ports.PopRequest) ([]ports.Claim, error) {
-	return nil, fmt.Errorf("pop: %w", ports.ErrUnavailable)
+func (downStore) Pop(context.Context, ports.PopRequest) ([]ports.Claim, []ports.Verdict, error) {
+	return nil, nil, fmt.Errorf("pop: %w", ports.ErrUnavailable)
 }
 
 func (downStore) Ack(context.Context, []ports.AckItem) ([]ports.AckResult, error) {

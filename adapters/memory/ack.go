@@ -102,9 +102,6 @@ func (s *Store) planAck(items []ports.AckItem, strict bool, hint string, now tim
 			continue
 		}
 		p := s.byID[g.pid]
-		for _, i := range g.items {
-			out[i].Queue, out[i].Partition = p.q.name, p.name
-		}
 		live := c.live(now)
 		offs := p.spanMatch(items, g.items, c)
 		fenced := make(map[int]bool)
@@ -154,9 +151,12 @@ func (s *Store) planAck(items []ports.AckItem, strict bool, hint string, now tim
 			continue
 		}
 		u := s.planGroup(items, valid, offs, g, c, p, now)
-		for _, i := range valid {
+		for k, i := range valid {
 			out[i].OK, out[i].LeaseReleased = true, u.release
 			out[i].DLQ = u.toDLQ && offs[i] == u.sig && items[i].Status != ports.AckCompleted
+			if (u.release && k == 0) || out[i].DLQ { // names where they are needed (log_ack_v2)
+				out[i].Queue, out[i].Partition = p.q.name, p.name
+			}
 		}
 		updates = append(updates, u)
 	}

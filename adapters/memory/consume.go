@@ -5,14 +5,18 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"sync"
 	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/queen-go/queen/ports"
 )
 
-// The consume side of Store mirrors log_pop_v1 and log_extend_lease_v1
-// (schema/004_pop.sql) and the adapter's Release (adapters/postgres/consume.go). There
-// are no row locks to skip: one mutex serialises every call.
+// The consume side of Store mirrors log_pop_v2 and log_extend_lease_v1
+// (schema/004_pop.sql) and the adapter's Pop and Release (adapters/postgres/consume.go).
+// There are no row locks to skip: one mutex serialises every call, and HoldCursor stands
+// in for another transaction holding a cursor.
 
 var (
 	_ ports.SegmentStore     = (*Store)(nil)
@@ -137,12 +141,44 @@ func (s *Store) popQueues(tenant string, req ports.PopRequest) []*queue {
 	return out
 }
 
-// popCandidates lists the partitions a pop tries, in order: the pinned one, the given
-// candidates of the pop's queues, or every partition of them with data, most recently
-// written first (the SQL scan's order; it breaks ties at random, this by id).
-func (s *Store) popCandidates(tenant string, req ports.PopRequest, qs []*queue) []*partition {
+// popTarget is a partition a pop tries: p is nil when the candidate names none of the
+// pop's partitions (gone); idx is the candidate's position in PopRequest.Candidates, or
+// -1 when the pop reports no verdicts (a scan, a pinned pop).
+type popTarget struct {
+	p   *partition
+	idx int
+}
+
+// popTargets lists what a pop tries, in order: the pinned partition, the given
+// candidates, or every partition of the pop's queues with data, most recently written
+// first (the SQL scan's order; it breaks ties at random, this by id). As the adapter
+// does, a candidate that is not a UUID is answered gone without being tried, and a
+// repeat is tried once, at its first position. verdicts are the candidates' starting
+// verdicts: skipped (not evaluated), gone for a malformed id.
+func (s *Store) popTargets(req ports.PopRequest, qs []*queue) (out []popTarget, verdicts []ports.Verdict) {
 	in := func(p *partition) bool { return slices.Contains(qs, p.q) }
-	var out []*partition
+	var seen map[uuid.UUID]bool
+	if req.Candidates != nil {
+		verdicts = make([]ports.Verdict, len(req.Candidates))
+		seen = make(map[uuid.UUID]bool, len(req.Candidates))
+	}
+	for i, id := range req.Candidates {
+		verdicts[i] = ports.Verdict{PartitionID: id, Kind: ports.VerdictSkipped}
+		u, err := uuid.Parse(id)
+		if err != nil {
+			verdicts[i].Kind = ports.VerdictGone
+			continue
+		}
+		if req.Partition != "" || seen[u] {
+			continue // a pinned pop ignores candidates; a repeat stays skipped
+		}
+		seen[u] = true
+		t := popTarget{idx: i}
+		if p := s.byID[u.String()]; p != nil && in(p) {
+			t.p = p
+		}
+		out = append(out, t)
+	}
 	switch {
 	case req.Partition != "":
 		// The partition of the first queue (a discovery pop naming one is not a pop
@@ -151,32 +187,26 @@ func (s *Store) popCandidates(tenant string, req ports.PopRequest, qs []*queue) 
 			break
 		}
 		if p := s.partitions[qs[0].key+"\x1f"+req.Partition]; p != nil {
-			out = append(out, p)
+			out = append(out, popTarget{p: p, idx: -1})
 		}
-	case req.Candidates != nil:
-		for _, id := range req.Candidates {
-			if p := s.byID[strings.ToLower(id)]; p != nil && in(p) {
-				out = append(out, p)
-			}
-		}
-	default:
+	case req.Candidates == nil:
 		for _, p := range s.byID {
 			if p.last >= 0 && in(p) {
-				out = append(out, p)
+				out = append(out, popTarget{p: p, idx: -1})
 			}
 		}
-		slices.SortFunc(out, func(a, b *partition) int {
-			if c := b.lastWrite.Compare(a.lastWrite); c != 0 {
+		slices.SortFunc(out, func(a, b popTarget) int {
+			if c := b.p.lastWrite.Compare(a.p.lastWrite); c != 0 {
 				return c
 			}
-			return strings.Compare(a.id, b.id)
+			return strings.Compare(a.p.id, b.p.id)
 		})
 	}
-	return out
+	return out, verdicts
 }
 
 // Pop implements ports.ConsumeStore.
-func (s *Store) Pop(_ context.Context, req ports.PopRequest) ([]ports.Claim, error) {
+func (s *Store) Pop(_ context.Context, req ports.PopRequest) ([]ports.Claim, []ports.Verdict, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.Now()
@@ -185,85 +215,149 @@ func (s *Store) Pop(_ context.Context, req ports.PopRequest) ([]ports.Claim, err
 		tenant = ports.DefaultTenant
 	}
 	qs := s.popQueues(tenant, req)
-	queueMode := req.Group == ports.QueueModeGroup
 	// A named group subscribes to every queue it pops at its first contact with the
 	// queue, even when no partition is there yet.
 	subs := make(map[*queue]subscription, len(qs))
-	if !queueMode {
+	if req.Group != ports.QueueModeGroup {
 		for _, q := range qs {
 			subs[q] = s.subscribe(q, req.Group, req.SubscribeMode, req.SubscribeFrom)
 		}
 	}
 	left, maxParts := max(req.Batch, 1), max(req.Partitions, 1)
+	targets, verdicts := s.popTargets(req, qs)
 	var claims []ports.Claim
-	for _, p := range s.popCandidates(tenant, req, qs) {
+	for _, t := range targets {
 		if len(claims) >= maxParts || left <= 0 {
-			break
+			break // the rest stay skipped
 		}
-		if p.last < 0 {
-			continue
+		v, cl := s.claim(t.p, req, subs, left, now)
+		if t.idx >= 0 {
+			v.PartitionID = req.Candidates[t.idx]
+			verdicts[t.idx] = v
 		}
-		key := consumerKey(p.id, req.Group)
-		c := s.consumers[key]
-		if c == nil {
-			seed := int64(-1)
-			if !queueMode {
-				seed = subs[p.q].seed(p)
-			}
-			c = &consumer{committed: seed, batchEnd: seed, start: -1}
-			s.consumers[key] = c
+		if cl != nil {
+			claims = append(claims, *cl)
+			left -= int(cl.End - cl.Start + 1)
 		}
-		if c.live(now) || c.committed >= p.last {
-			continue
-		}
-		opts := p.q.opts
-		// windowBuffer: a partition written in the last W seconds is quiet.
-		if w := time.Duration(opts.WindowBuffer) * time.Second; w > 0 {
-			if last := p.lastSegment(); last != nil && last.CreatedAt.After(now.Add(-w)) {
-				continue
-			}
-		}
-		end := min(c.committed+int64(left), p.last)
-		// delayedProcessing: only segments at least D seconds old are visible.
-		if d := time.Duration(opts.DelayedProcessing) * time.Second; d > 0 {
-			vis := int64(-1)
-			found := false
-			for _, sg := range p.segs {
-				if !sg.removed && sg.BaseOffset <= end && !sg.CreatedAt.After(now.Add(-d)) {
-					vis, found = sg.BaseOffset+int64(sg.Count)-1, true
-				}
-			}
-			if !found || vis <= c.committed {
-				continue
-			}
-			end = min(end, vis)
-		}
-		start := c.committed + 1
-		attempt := 1
-		if c.start == start {
-			attempt = c.attempt + 1
-		}
-		cl := ports.Claim{Queue: p.q.name, Partition: p.name, PartitionID: p.id, Start: start, End: end, Attempt: attempt}
-		if req.AutoAck {
-			*c = consumer{committed: end, batchEnd: end, start: start, attempt: attempt}
-		} else {
-			lease := time.Duration(req.LeaseSeconds) * time.Second
-			switch {
-			case req.LeaseSeconds > 0:
-			case p.q.configured:
-				lease = time.Duration(opts.LeaseTime) * time.Second
-			default:
-				lease = unconfiguredLease
-			}
-			cl.LeaseExpires = now.Add(lease)
-			c.batchEnd, c.leaseID, c.expires = end, strings.ToLower(req.LeaseID), cl.LeaseExpires
-			c.start, c.attempt = start, attempt
-		}
-		cl.Segments = p.covering(start, end)
-		claims = append(claims, cl)
-		left -= int(end - start + 1)
 	}
-	return claims, nil
+	return claims, verdicts, nil
+}
+
+// claim is the claim core of log_pop_v2 for one partition (nil: not one of the pop's):
+// its verdict, and the claim when it took. Callers hold s.mu.
+func (s *Store) claim(p *partition, req ports.PopRequest, subs map[*queue]subscription, left int,
+	now time.Time) (ports.Verdict, *ports.Claim) {
+	switch {
+	case p == nil:
+		return ports.Verdict{Kind: ports.VerdictGone}, nil
+	case p.last < 0:
+		return ports.Verdict{Kind: ports.VerdictEmpty}, nil
+	}
+	// The order of log_pop_v2's decisions: what the cursor shows without a lock
+	// (leased, nothing after it), the window, and only then the lock (busy) and the
+	// cursor's creation.
+	key := consumerKey(p.id, req.Group)
+	c := s.consumers[key]
+	empty := ports.Verdict{Kind: ports.VerdictEmpty}
+	if c != nil {
+		if c.live(now) {
+			return ports.Verdict{Kind: ports.VerdictLeased, LeaseExpires: c.expires}, nil
+		}
+		if c.committed >= p.last {
+			return empty, nil
+		}
+	}
+	opts := p.q.opts
+	// windowBuffer: a partition written in the last W seconds is quiet, until its last
+	// segment is W old.
+	if w := time.Duration(opts.WindowBuffer) * time.Second; w > 0 {
+		if last := p.lastSegment(); last != nil && last.CreatedAt.After(now.Add(-w)) {
+			empty.NotBefore = last.CreatedAt.Add(w)
+			return empty, nil
+		}
+	}
+	if s.held[key] > 0 {
+		return ports.Verdict{Kind: ports.VerdictBusy}, nil
+	}
+	if c == nil {
+		seed := int64(-1)
+		if req.Group != ports.QueueModeGroup {
+			seed = subs[p.q].seed(p)
+		}
+		c = &consumer{committed: seed, batchEnd: seed, start: -1}
+		s.consumers[key] = c
+		if c.committed >= p.last {
+			return empty, nil
+		}
+	}
+	end := min(c.committed+int64(left), p.last)
+	// delayedProcessing: only segments at least D seconds old are visible.
+	if d := time.Duration(opts.DelayedProcessing) * time.Second; d > 0 {
+		vis := int64(-1)
+		found := false
+		var next *stored // the segment holding the next wanted offset
+		for i, sg := range p.segs {
+			if sg.removed {
+				continue
+			}
+			if sg.BaseOffset <= end && !sg.CreatedAt.After(now.Add(-d)) {
+				vis, found = sg.BaseOffset+int64(sg.Count)-1, true
+			}
+			if sg.BaseOffset <= c.committed+1 {
+				next = &p.segs[i]
+			}
+		}
+		if !found || vis <= c.committed {
+			if next != nil {
+				empty.NotBefore = next.CreatedAt.Add(d)
+			}
+			return empty, nil
+		}
+		end = min(end, vis)
+	}
+	start := c.committed + 1
+	attempt := 1
+	if c.start == start {
+		attempt = c.attempt + 1
+	}
+	cl := ports.Claim{Queue: p.q.name, Partition: p.name, PartitionID: p.id, Start: start, End: end, Attempt: attempt}
+	if req.AutoAck {
+		*c = consumer{committed: end, batchEnd: end, start: start, attempt: attempt}
+	} else {
+		lease := time.Duration(req.LeaseSeconds) * time.Second
+		switch {
+		case req.LeaseSeconds > 0:
+		case p.q.configured:
+			lease = time.Duration(opts.LeaseTime) * time.Second
+		default:
+			lease = unconfiguredLease
+		}
+		cl.LeaseExpires = now.Add(lease)
+		c.batchEnd, c.leaseID, c.expires = end, strings.ToLower(req.LeaseID), cl.LeaseExpires
+		c.start, c.attempt = start, attempt
+	}
+	cl.Segments = p.covering(start, end)
+	return ports.Verdict{Kind: ports.VerdictTook, Drained: end >= p.last, LeaseExpires: cl.LeaseExpires}, &cl
+}
+
+// HoldCursor holds the (partition, group) cursor as another transaction would (a pop or
+// an ack under way, or the cursor's creation): pops answer busy for it until release is
+// called. Only pops look at it (an ack in SQL would wait; here it is not held up).
+func (s *Store) HoldCursor(partitionID, group string) (release func()) {
+	key := consumerKey(strings.ToLower(partitionID), group)
+	s.mu.Lock()
+	s.held[key]++
+	s.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			if s.held[key]--; s.held[key] <= 0 {
+				delete(s.held, key)
+			}
+		})
+	}
 }
 
 // Release implements ports.ConsumeStore.

@@ -28,6 +28,15 @@ func consumeFixture(t *testing.T) porttest.ConsumeFixture {
 			}
 		},
 		DeadLetters: func(_ *testing.T, pid string) []ports.DeadLetter { return s.DeadLetters(pid) },
+		HoldCursor: func(t *testing.T, pid, group string) func() {
+			release := s.HoldCursor(pid, group)
+			t.Cleanup(release)
+			return release
+		},
+		EmptyPartition: func(_ *testing.T, tenant, queue, partition string) string {
+			return s.EmptyPartition(tenant, queue, partition)
+		},
+		Hotlist: s,
 	}
 }
 
@@ -37,6 +46,21 @@ func TestConsumeStoreConformance(t *testing.T) {
 
 func TestTransactionStoreConformance(t *testing.T) {
 	porttest.TransactionStore(t, consumeFixture)
+}
+
+func TestHotlistStoreConformance(t *testing.T) {
+	porttest.HotlistStore(t, consumeFixture)
+}
+
+func TestHintBusConformance(t *testing.T) {
+	porttest.HintBus(t, func(_ *testing.T, n int) []ports.HintBus {
+		net := NewHintNet()
+		buses := make([]ports.HintBus, n)
+		for i := range buses {
+			buses[i] = net.Bus()
+		}
+		return buses
+	})
 }
 
 // TestClockDrivesLeases: leases follow Store.Now, so core tests can expire them by moving
@@ -55,7 +79,7 @@ func TestClockDrivesLeases(t *testing.T) {
 	}
 	req := ports.PopRequest{Tenant: ports.DefaultTenant, Queue: "q", Group: ports.QueueModeGroup, Batch: 1,
 		Partitions: 1, LeaseSeconds: 30, LeaseID: "00000000-0000-4000-8000-00000000000a", SubscribeMode: ports.SubscribeAll}
-	c, err := s.Pop(ctx, req)
+	c, _, err := s.Pop(ctx, req)
 	if err != nil || len(c) != 1 || !c[0].LeaseExpires.Equal(now.Add(30*time.Second)) {
 		t.Fatalf("pop: %+v, %v; want a lease to %v", c, err, now.Add(30*time.Second))
 	}
@@ -65,11 +89,11 @@ func TestClockDrivesLeases(t *testing.T) {
 		t.Fatalf("extend by 15.5 s: %d, %v, %v; want 1 to now+15 s (whole seconds)", n, exp, err)
 	}
 	now = now.Add(14 * time.Second)
-	if c, _ := s.Pop(ctx, req); len(c) != 0 {
+	if c, _, _ := s.Pop(ctx, req); len(c) != 0 {
 		t.Fatalf("pop under a live lease claimed %+v", c)
 	}
 	now = now.Add(2 * time.Second)
-	if c, _ := s.Pop(ctx, req); len(c) != 1 || c[0].Attempt != 2 {
+	if c, _, _ := s.Pop(ctx, req); len(c) != 1 || c[0].Attempt != 2 {
 		t.Fatalf("pop after expiry: %+v, want a redelivery", c)
 	}
 	if off, ok := s.Cursor(res[0].PartitionID, ports.QueueModeGroup); !ok || off != -1 {
@@ -86,7 +110,7 @@ func TestQueueConfig(t *testing.T) {
 	if _, ok := s.QueueConfig(ports.DefaultTenant, "a.b.c"); ok {
 		t.Fatal("a queue nothing created")
 	}
-	if _, err := s.Pop(context.Background(), ports.PopRequest{Tenant: ports.DefaultTenant, Queue: "a.b.c",
+	if _, _, err := s.Pop(context.Background(), ports.PopRequest{Tenant: ports.DefaultTenant, Queue: "a.b.c",
 		Group: "g", SubscribeMode: ports.SubscribeNew}); err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,12 @@
 //     segment whose hashes match stored ones inside the window is answered duplicate and
 //     writes nothing; pops claim spans after a group's cursor under leases, acks move
 //     cursors, retry and dead-letter as the SQL functions do; a transaction that rolls
-//     back undoes its pushes.
+//     back undoes its pushes. It is also the HotlistStore: Pending lists a group's
+//     probably-pending partitions in id pages, and a pop with candidates answers a
+//     verdict per candidate (HoldCursor stands in for another transaction holding a
+//     cursor: busy; EmptyPartition for a partition with nothing stored).
+//   - HintNet connects HintBus endpoints in one process: a batch published on one
+//     reaches every other listening endpoint, whole, never the publisher.
 //   - SpoolFS is a spool directory with power-loss simulation (Crash) and fault
 //     injection.
 //   - SystemState and QueueAdmin keep the maintenance flags and the queue

@@ -35,6 +35,7 @@ type Store struct {
 	partitions map[string]*partition    // tenant\x1fqueue\x1fpartition
 	byID       map[string]*partition
 	consumers  map[string]*consumer // partition id\x1fgroup
+	held       map[string]int       // partition id\x1fgroup -> HoldCursor holds not released
 	dead       []ports.DeadLetter   // dead letters in the order they were written
 	bundles    int
 	ids        int    // partitions and dead letters ever created: ids are never reused
@@ -80,6 +81,7 @@ func NewStore() *Store {
 		partitions: make(map[string]*partition),
 		byID:       make(map[string]*partition),
 		consumers:  make(map[string]*consumer),
+		held:       make(map[string]int),
 	}
 }
 
@@ -220,19 +222,15 @@ func checkSegments(segs []ports.Segment) error {
 	return nil
 }
 
-// pushOne is the allocator: probe, then append. j, when not nil, records what it changes
-// so a rolled-back transaction can undo it. Callers hold s.mu.
-func (s *Store) pushOne(sg ports.Segment, now time.Time, j *journal) ports.SegmentResult {
-	tenant := sg.Tenant
-	if tenant == "" {
-		tenant = ports.DefaultTenant
-	}
-	key := tenant + "\x1f" + sg.Queue + "\x1f" + sg.Partition
+// partitionOf returns the partition row, creating it (and its queue) empty as the push
+// function provisions it. j, when not nil, records the creation. Callers hold s.mu.
+func (s *Store) partitionOf(tenant, queue, name string, j *journal) *partition {
+	key := tenant + "\x1f" + queue + "\x1f" + name
 	p := s.partitions[key]
 	if p == nil {
-		q := s.queueOf(tenant, sg.Queue, j)
+		q := s.queueOf(tenant, queue, j)
 		s.ids++
-		p = &partition{id: fmt.Sprintf("00000000-0000-4000-8000-%012d", s.ids), name: sg.Partition, last: -1,
+		p = &partition{id: fmt.Sprintf("00000000-0000-4000-8000-%012d", s.ids), name: name, last: -1,
 			queueKey: q.key, q: q}
 		s.partitions[key] = p
 		s.byID[p.id] = p
@@ -240,6 +238,17 @@ func (s *Store) pushOne(sg ports.Segment, now time.Time, j *journal) ports.Segme
 			j.partitions = append(j.partitions, key)
 		}
 	}
+	return p
+}
+
+// pushOne is the allocator: probe, then append. j, when not nil, records what it changes
+// so a rolled-back transaction can undo it. Callers hold s.mu.
+func (s *Store) pushOne(sg ports.Segment, now time.Time, j *journal) ports.SegmentResult {
+	tenant := sg.Tenant
+	if tenant == "" {
+		tenant = ports.DefaultTenant
+	}
+	p := s.partitionOf(tenant, sg.Queue, sg.Partition, j)
 	w := s.window(p.queueKey)
 	if w > 0 {
 		verified := sg.Verified

@@ -12,6 +12,8 @@ import (
 
 	"github.com/queen-go/queen/core/drain"
 	"github.com/queen-go/queen/core/fusion"
+	"github.com/queen-go/queen/core/hotlist"
+	"github.com/queen-go/queen/core/peers"
 	"github.com/queen-go/queen/core/push"
 )
 
@@ -27,6 +29,9 @@ type Sources struct {
 	// records and whether the drain reaches the database.
 	Maintenance func() bool
 	Spool       func() drain.Status
+	// Hotlist and Peers, when set, report the hot-list and the peer hints.
+	Hotlist func() hotlist.Stats
+	Peers   func() peers.Stats
 }
 
 // Handler returns the /metrics/prometheus handler over a private registry.
@@ -74,6 +79,9 @@ func Handler(src Sources) http.Handler {
 	gauge("queen_db_pool_idle", "Idle database connections.", nil, pool(func(_, i, _ int32) int32 { return i }))
 	gauge("queen_db_pool_active", "Database connections in use.", nil, pool(func(_, _, a int32) int32 { return a }))
 	registerSpoolAndDatabase(src, gauge, counter)
+	if src.Hotlist != nil {
+		reg.MustRegister(hotlistCollector{src.Hotlist, src.Peers})
+	}
 	reg.MustRegister(collectors.NewGoCollector())
 	h := promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

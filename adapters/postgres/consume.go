@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -13,22 +14,62 @@ import (
 	"github.com/queen-go/queen/ports"
 )
 
+// popColumns are log_pop_v2's columns as the adapter reads them.
+const popColumns = `cand_ord, verdict, drained, not_before, partition_id::text, partition_name, queue_name,
+	span_start, span_end, attempt, lease_expires_at, seg_base, seg_count, seg_created_at, seg_blob`
+
 // popQueueSQL pops from one queue (pinned or wildcard), provisioning the queue row.
-const popQueueSQL = `SELECT partition_id::text, partition_name, queue_name, span_start, span_end, attempt,
-	lease_expires_at, seg_base, seg_count, seg_created_at, seg_blob
-	FROM queen.log_pop_v1(ARRAY[queen.log_queue_id_v1($1::uuid, $2::text)], $3::text, $4::uuid[], $5::text,
+const popQueueSQL = `SELECT ` + popColumns + `
+	FROM queen.log_pop_v2(ARRAY[queen.log_queue_id_v1($1::uuid, $2::text)], $3::text, $4::uuid[], $5::text,
 		$6::int4, $7::int4, $8::int4, $9::bool, $10::uuid, $11::text, $12::timestamptz)`
 
 // popDiscoverySQL pops from every queue of the tenant matching namespace and task ("" =
 // any; the route requires at least one).
-const popDiscoverySQL = `SELECT partition_id::text, partition_name, queue_name, span_start, span_end, attempt,
-	lease_expires_at, seg_base, seg_count, seg_created_at, seg_blob
-	FROM queen.log_pop_v1(ARRAY(SELECT id FROM queen.queues WHERE tenant_id = $1::uuid
+const popDiscoverySQL = `SELECT ` + popColumns + `
+	FROM queen.log_pop_v2(ARRAY(SELECT id FROM queen.queues WHERE tenant_id = $1::uuid
 			AND ($2::text = '' OR namespace = $2) AND ($13::text = '' OR task = $13)),
 		$3::text, $4::uuid[], $5::text, $6::int4, $7::int4, $8::int4, $9::bool, $10::uuid, $11::text, $12::timestamptz)`
 
-// Pop implements ports.ConsumeStore: one round trip, one transaction.
-func (s *Store) Pop(ctx context.Context, req ports.PopRequest) ([]ports.Claim, error) {
+// verdictKinds maps log_pop_v2's verdict numbers (schema/004_pop.sql) to the port's.
+var verdictKinds = [...]ports.VerdictKind{1: ports.VerdictTook, 2: ports.VerdictEmpty, 3: ports.VerdictLeased,
+	4: ports.VerdictBusy, 5: ports.VerdictGone}
+
+// popCandidates converts a pop's candidates for log_pop_v2: the distinct well-formed ids
+// in order (pgtype.UUID: pgx has no binary encoding of []string into uuid[], see
+// ackArgs), and for each the position of the candidate it stands for. It also returns
+// the verdicts the database will not give: every candidate starts as skipped (not
+// evaluated), one that is not a UUID is gone (it names no partition), and a repeat stays
+// skipped (it is tried once, at its first position).
+func popCandidates(cands []string) (ids []pgtype.UUID, pos []int, verdicts []ports.Verdict) {
+	verdicts = make([]ports.Verdict, len(cands))
+	ids, pos = make([]pgtype.UUID, 0, len(cands)), make([]int, 0, len(cands))
+	var seen map[[16]byte]bool
+	if len(cands) > 8 {
+		seen = make(map[[16]byte]bool, len(cands)) // a linear search is cheaper below that
+	}
+	for i, c := range cands {
+		verdicts[i] = ports.Verdict{PartitionID: c, Kind: ports.VerdictSkipped}
+		u, err := uuid.Parse(c)
+		if err != nil {
+			verdicts[i].Kind = ports.VerdictGone
+			continue
+		}
+		if seen != nil {
+			if seen[u] {
+				continue
+			}
+			seen[u] = true
+		} else if slices.ContainsFunc(ids, func(id pgtype.UUID) bool { return id.Bytes == u }) {
+			continue
+		}
+		ids, pos = append(ids, pgtype.UUID{Bytes: u, Valid: true}), append(pos, i)
+	}
+	return ids, pos, verdicts
+}
+
+// Pop implements ports.ConsumeStore: one round trip, one transaction. With candidates
+// it answers one verdict per candidate, in candidate order, decoded from typed columns.
+func (s *Store) Pop(ctx context.Context, req ports.PopRequest) ([]ports.Claim, []ports.Verdict, error) {
 	tenant := req.Tenant
 	if tenant == "" {
 		tenant = ports.DefaultTenant
@@ -43,9 +84,16 @@ func (s *Store) Pop(ctx context.Context, req ports.PopRequest) ([]ports.Claim, e
 	if req.SubscribeMode == ports.SubscribeTimestamp {
 		subFrom = req.SubscribeFrom
 	}
-	var cands any
+	var (
+		cands    []pgtype.UUID // nil: NULL, the scan
+		pos      []int
+		verdicts []ports.Verdict
+	)
 	if req.Candidates != nil {
-		cands = req.Candidates
+		cands, pos, verdicts = popCandidates(req.Candidates)
+		if req.Partition != "" {
+			cands = nil // a pinned pop evaluates none: all stay skipped
+		}
 	}
 	sql, first := popQueueSQL, req.Queue
 	args := []any{tenant, first, partition, cands, req.Group, int32(req.Batch), int32(req.Partitions),
@@ -65,34 +113,54 @@ func (s *Store) Pop(ctx context.Context, req ports.PopRequest) ([]ports.Claim, e
 		defer rows.Close()
 		for rows.Next() {
 			var (
-				pid, pname, qname string
-				start, end        int64
-				attempt           int32
-				expires           pgtype.Timestamptz
-				seg               ports.StoredSegment
-				count             int32
+				ord                pgtype.Int4
+				kind               int16
+				drained            pgtype.Bool
+				notBefore, expires pgtype.Timestamptz
+				pid, pname, qname  pgtype.Text
+				start, end, base   pgtype.Int8
+				attempt, count     pgtype.Int4
+				created            pgtype.Timestamptz
+				blob               []byte
 			)
-			if err := rows.Scan(&pid, &pname, &qname, &start, &end, &attempt, &expires,
-				&seg.BaseOffset, &count, &seg.CreatedAt, &seg.Blob); err != nil {
+			if err := rows.Scan(&ord, &kind, &drained, &notBefore, &pid, &pname, &qname, &start, &end, &attempt,
+				&expires, &base, &count, &created, &blob); err != nil {
 				return err
 			}
-			seg.Count = int(count)
-			if n := len(claims); n == 0 || claims[n-1].PartitionID != pid {
-				claims = append(claims, ports.Claim{Queue: qname, Partition: pname, PartitionID: pid,
-					Start: start, End: end, Attempt: int(attempt)})
-				if expires.Valid {
-					claims[len(claims)-1].LeaseExpires = expires.Time
+			if int(kind) >= len(verdictKinds) || verdictKinds[kind] == ports.VerdictSkipped {
+				return fmt.Errorf("pop: unknown verdict %d: %w", kind, ports.ErrInvalid)
+			}
+			var v *ports.Verdict
+			if ord.Valid {
+				if ord.Int32 < 1 || int(ord.Int32) > len(pos) {
+					return fmt.Errorf("pop: candidate ordinal %d out of range: %w", ord.Int32, ports.ErrInvalid)
+				}
+				v = &verdicts[pos[ord.Int32-1]]
+			}
+			if verdictKinds[kind] != ports.VerdictTook {
+				if v != nil {
+					v.Kind = verdictKinds[kind]
+					v.NotBefore, v.LeaseExpires = notBefore.Time, expires.Time
+				}
+				continue
+			}
+			if n := len(claims); n == 0 || claims[n-1].PartitionID != pid.String {
+				claims = append(claims, ports.Claim{Queue: qname.String, Partition: pname.String, PartitionID: pid.String,
+					Start: start.Int64, End: end.Int64, Attempt: int(attempt.Int32), LeaseExpires: expires.Time})
+				if v != nil {
+					v.Kind, v.Drained, v.LeaseExpires = ports.VerdictTook, drained.Bool, expires.Time
 				}
 			}
 			cl := &claims[len(claims)-1]
-			cl.Segments = append(cl.Segments, seg)
+			cl.Segments = append(cl.Segments, ports.StoredSegment{BaseOffset: base.Int64, Count: int(count.Int32),
+				CreatedAt: created.Time, Blob: blob})
 		}
 		return rows.Err()
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return claims, nil
+	return claims, verdicts, nil
 }
 
 const ackSQL = `SELECT idx, ok, err, released, dlq, noop, coalesce(queue_name, ''), coalesce(partition_name, '') FROM queen.log_ack_v2(

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -84,7 +85,48 @@ func consumeFixture(t *testing.T) porttest.ConsumeFixture {
 			}
 			return out
 		},
+		HoldCursor: func(t *testing.T, pid, group string) func() {
+			t.Helper()
+			return holdCursor(t, s, pid, group)
+		},
+		EmptyPartition: func(t *testing.T, tenant, queue, partition string) string {
+			t.Helper()
+			var id string
+			if err := s.pool.QueryRow(context.Background(), `INSERT INTO queen.log_partitions (queue_id, name)
+				VALUES (queen.log_queue_id_v1($1::uuid, $2), $3) RETURNING id::text`, tenant, queue, partition).Scan(&id); err != nil {
+				t.Fatal(err)
+			}
+			return id
+		},
+		Hotlist: s,
 	}
+}
+
+// holdCursor holds (partition, group)'s cursor in a transaction of its own, as a pop or
+// an ack under way does: the row FOR UPDATE when it exists, else the advisory lock that
+// guards its creation (log_pop_v2). The transaction ends at release or with the test.
+func holdCursor(t *testing.T, s *Store, pid, group string) (release func()) {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	release = func() { once.Do(func() { _ = tx.Rollback(ctx) }) }
+	t.Cleanup(release)
+	var rows int
+	if err := tx.QueryRow(ctx, `SELECT count(*) FROM (SELECT 1 FROM queen.log_consumers
+		WHERE partition_id = $1 AND consumer_group = $2 FOR UPDATE) x`, pid, group).Scan(&rows); err != nil {
+		t.Fatal(err)
+	}
+	if rows == 0 {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('queen.consumer:' || $1::uuid::text || ':' || $2, 0))`,
+			pid, group); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return release
 }
 
 func TestConsumeStoreConformance(t *testing.T) {

@@ -14,4 +14,56 @@
 //
 // The push bundle is one prepared (cached) statement with typed parallel arrays; no JSONB
 // is built by the broker, and the small jsonb result array is the only thing parsed.
+//
+// # Pops and the hot-list
+//
+// Pop calls log_pop_v2 (schema/004_pop.sql) once: a scan, a pinned pop, or the hot-list's
+// candidates, which go as a uuid[] without repeats (a repeat keeps the verdict skipped,
+// and an id that is not a UUID is gone without asking). Verdicts come back as typed
+// columns of the same rows as the segments (a verdict number, the candidate's ordinal,
+// drained, not_before, the lease expiry), never as JSON. Pending calls log_pending_v1
+// (schema/006_hotlist.sql): one row per page, ids and names as parallel arrays.
+//
+// # Hints between brokers (LISTEN/NOTIFY)
+//
+// Publish sends every hint of a call with one statement (pg_notify over an array of
+// payloads) in one transaction on channel queen_hints; Listen holds a connection of its
+// own (not a pooled one) with LISTEN queen_hints, pings it after 30 s without a
+// notification, and returns when its context ends or the connection fails. Each Store has
+// a random sender id; a listener drops the payloads of its own Store.
+//
+// A payload is UTF-8 text of at most 7,999 bytes (PostgreSQL refuses 8,000 and more):
+// one header line, then one line per hint. Every line ends with LF (0x0a); fields are
+// separated by US (0x1f). Names never contain either (they are valid UTF-8 without
+// control characters), and Publish leaves out, counts and reports a hint with a field
+// that does, or that is invalid UTF-8, holds a NUL, or cannot fit in one payload.
+//
+//	offset  bytes  content
+//	0       3      "qh1": the format and its version
+//	3       1      US
+//	4       16     the sender: the publishing Store's random id, 16 lowercase hex digits
+//	20      1      US
+//	21      1-20   seq: the sender's batch number, decimal (one per Publish call)
+//	        1      US
+//	        1-10   part: this payload's place in the batch, decimal, from 1
+//	        1      US
+//	        1-10   parts: the batch's payloads, decimal (part <= parts)
+//	        1      LF: end of the header
+//	then per hint, in the published order:
+//	        any    tenant
+//	        1      US
+//	        any    queue name
+//	        1      US
+//	        any    partition name
+//	        1      US
+//	        any    partition id ("" when the publisher did not know it)
+//	        1      LF
+//
+// A batch too big for one payload is cut between hints into parts 1..parts, sent in
+// order in the same transaction. PostgreSQL delivers one transaction's notifications
+// together and in order, so a listener collects the parts and delivers the batch once,
+// whole, at its last part; a payload that does not continue the batch under way makes it
+// deliver what it had first (hints are best effort). A payload that does not follow this
+// layout (header fields, hex sender, part numbers, four fields per hint, the final LF) is
+// skipped and counted (HintStats), never delivered in part.
 package postgres

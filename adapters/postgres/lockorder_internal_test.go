@@ -42,7 +42,7 @@ func TestPushLockDoesNotBlockReferences(t *testing.T) {
 	// with it (a new consumer row of group g) must still go through.
 	popCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	claims, err := s.Pop(popCtx, ports.PopRequest{Tenant: ports.DefaultTenant, Queue: "locks", Partition: "x",
+	claims, _, err := s.Pop(popCtx, ports.PopRequest{Tenant: ports.DefaultTenant, Queue: "locks", Partition: "x",
 		Group: "g", Batch: 10, Partitions: 1, LeaseID: "0191d7a2-0000-7000-8000-000000000001",
 		SubscribeMode: ports.SubscribeAll})
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(popCtx.Err(), context.DeadlineExceeded) {

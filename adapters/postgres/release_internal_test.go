@@ -36,7 +36,7 @@ func TestReleaseUndoesAClaim(t *testing.T) {
 			req := ports.PopRequest{Tenant: ports.DefaultTenant, Queue: queue, Group: ports.QueueModeGroup, Batch: 10,
 				Partitions: 1, AutoAck: tt.autoAck, LeaseID: fmt.Sprintf("0191d7a2-0000-7000-8000-00000000000%d", i),
 				SubscribeMode: ports.SubscribeAll}
-			claims, err := s.Pop(ctx, req)
+			claims, _, err := s.Pop(ctx, req)
 			if err != nil || len(claims) != 1 {
 				t.Fatalf("claims %+v, %v", claims, err)
 			}
@@ -45,7 +45,7 @@ func TestReleaseUndoesAClaim(t *testing.T) {
 			}
 			// The same span again, as a first delivery, under a new lease.
 			req.LeaseID, req.AutoAck = "0191d7a2-0000-7000-8000-0000000000ff", false
-			again, err := s.Pop(ctx, req)
+			again, _, err := s.Pop(ctx, req)
 			if err != nil || len(again) != 1 {
 				t.Fatalf("after release: claims %+v, %v", again, err)
 			}

@@ -106,10 +106,44 @@ func (s *Service) Ack(ctx context.Context, tenant string, inputs []AckInput) ([]
 		out[pos[k]] = r
 		if r.DLQ {
 			s.opts.Commits.Announce(notify.Commit{Tenant: tenant, Queue: r.Queue, Partition: r.Partition,
-				Source: notify.DeadLettered})
+				PartitionID: items[k].PartitionID, Source: notify.DeadLettered})
 		}
 	}
+	s.released(tenant, items, res)
 	return out, nil
+}
+
+// released tells the hot-list about every (partition, group) whose lease the acks
+// released, and whether all its acked messages were completed (a drained partition may
+// then leave the ring).
+func (s *Service) released(tenant string, items []ports.AckItem, res []ports.AckResult) {
+	if s.opts.Hot == nil || !s.opts.Hot.Enabled() {
+		return
+	}
+	type key struct{ pid, group string }
+	type state struct {
+		first     int // index of the key's first item
+		completed bool
+	}
+	keys := make(map[key]*state)
+	var order []key
+	for k, it := range items {
+		if !res[k].LeaseReleased {
+			continue
+		}
+		c := key{it.PartitionID, it.Group}
+		st := keys[c]
+		if st == nil {
+			st = &state{first: k, completed: true}
+			keys[c] = st
+			order = append(order, c)
+		}
+		st.completed = st.completed && it.Status == ports.AckCompleted && !res[k].DLQ
+	}
+	for _, c := range order {
+		st := keys[c]
+		s.opts.Hot.Acked(tenant, res[st.first].Queue, c.group, c.pid, st.completed)
+	}
 }
 
 // ExtendLease renews every live lease held by leaseID to at least now+d. An id that is

@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/queen-go/queen/core/envelope"
+	"github.com/queen-go/queen/core/hotlist"
 	"github.com/queen-go/queen/core/notify"
 	"github.com/queen-go/queen/core/segment"
 	"github.com/queen-go/queen/ports"
@@ -21,6 +22,7 @@ type Options struct {
 	Sealer         *envelope.Sealer // opens encrypted payloads; nil = delivered as stored
 	Waker          *Waker           // [NewWaker()] parked pops wait on it; it hears of commits
 	Commits        *notify.Commits  // [none] hears of every dead-letter move
+	Hot            *hotlist.List    // [none] serves wildcard pops' candidates; nil: SQL scans
 	DefaultTimeout time.Duration    // [30 s] DEFAULT_TIMEOUT: long polls that give no timeout
 	// DefaultSubscription is where a new named group starts when its pop names no
 	// subscription mode: ports.SubscribeAll [default] or ports.SubscribeNew
@@ -153,7 +155,7 @@ func (s *Service) claim(ctx context.Context, req ports.PopRequest) (*Batch, erro
 	if s.opts.Paused != nil && s.opts.Paused() {
 		return nil, nil
 	}
-	claims, err := s.store.Pop(ctx, req)
+	claims, err := s.popStore(ctx, req)
 	if err != nil || len(claims) == 0 {
 		return nil, err
 	}
@@ -169,6 +171,29 @@ func (s *Service) claim(ctx context.Context, req ports.PopRequest) (*Batch, erro
 		return nil, s.release(req, claims, err)
 	}
 	return b, err
+}
+
+// popStore makes one claim call. A wildcard pop the hot-list serves names its candidates
+// and checks them in with the store's verdicts; a ring with nothing claims nothing
+// without asking the store. Any other pop scans in SQL (after which the hot-list may
+// register the group's ring).
+func (s *Service) popStore(ctx context.Context, req ports.PopRequest) ([]ports.Claim, error) {
+	t := s.opts.Hot.CheckOut(req)
+	if t == nil {
+		claims, _, err := s.store.Pop(ctx, req)
+		if err == nil {
+			s.opts.Hot.Scanned(req)
+		}
+		return claims, err
+	}
+	if len(t.Candidates()) == 0 {
+		t.CheckIn(nil, nil)
+		return nil, nil
+	}
+	req.Candidates = t.Candidates()
+	claims, verdicts, err := s.store.Pop(ctx, req)
+	t.CheckIn(verdicts, err)
+	return claims, err
 }
 
 // await parks an empty pop until a wake, its next re-check, its deadline (left), the
@@ -204,6 +229,10 @@ func (s *Service) release(req ports.PopRequest, claims []ports.Claim, why error)
 	if err := s.store.Release(ctx, req.Group, req.LeaseID, req.AutoAck, claims); err != nil {
 		s.opts.Logger.Warn("consume: could not release the claims of a client that went away; leased spans redeliver at lease expiry",
 			"group", req.Group, "partitions", len(claims), "auto_ack", req.AutoAck, "err", err)
+		return why
+	}
+	for _, c := range claims {
+		s.opts.Hot.Acked(req.Tenant, c.Queue, req.Group, c.PartitionID, false) // deliverable again
 	}
 	return why
 }
@@ -213,7 +242,7 @@ func (s *Service) park(req ports.PopRequest) *Wait {
 	if req.Queue == "" {
 		return s.opts.Waker.WaitAny(req.Group)
 	}
-	return s.opts.Waker.Wait(Key(req.Tenant, req.Queue), req.Group, req.Partition)
+	return s.opts.Waker.Wait(notify.QueueKey(req.Tenant, req.Queue), req.Group, req.Partition)
 }
 
 // interval is the re-check delay after the given number of consecutive empty pops.

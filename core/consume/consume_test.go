@@ -20,11 +20,11 @@ type fakeStore struct {
 	relAuto  bool
 }
 
-func (f *fakeStore) Pop(context.Context, ports.PopRequest) ([]ports.Claim, error) {
+func (f *fakeStore) Pop(context.Context, ports.PopRequest) ([]ports.Claim, []ports.Verdict, error) {
 	if f.onPop != nil {
 		f.onPop()
 	}
-	return f.claims, nil
+	return f.claims, nil, nil
 }
 func (f *fakeStore) Ack(context.Context, []ports.AckItem) ([]ports.AckResult, error) { return nil, nil }
 func (f *fakeStore) ExtendLease(context.Context, string, time.Duration) (int, time.Time, error) {

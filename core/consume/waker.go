@@ -7,7 +7,7 @@ import (
 )
 
 // Waker wakes parked pops when their queue receives a commit. Keys are
-// tenant + "\x1f" + queue (Key).
+// notify.QueueKey(tenant, queue).
 //
 // A commit to a partition wakes, per consumer group, the longest-parked wildcard pop of
 // that group, and every pop pinned to that partition; a discovery pop (no queue) wakes
@@ -37,9 +37,6 @@ type waiter struct {
 
 // NewWaker returns an empty Waker.
 func NewWaker() *Waker { return &Waker{queues: make(map[string][]*waiter)} }
-
-// Key is the waker key of a queue.
-func Key(tenant, queue string) string { return tenant + "\x1f" + queue }
 
 // Wait is one parked pop's registration.
 type Wait struct {
@@ -126,7 +123,7 @@ func (w *Waker) wake(wt *waiter, partition string) {
 }
 
 // Committed is Notify as a commit subscriber (core/notify).
-func (w *Waker) Committed(c notify.Commit) { w.Notify(Key(c.Tenant, c.Queue), c.Partition) }
+func (w *Waker) Committed(c notify.Commit) { w.Notify(notify.QueueKey(c.Tenant, c.Queue), c.Partition) }
 
 // Notify reports a commit to partition of the queue key: it wakes the longest-parked
 // wildcard pop of each group, every pop pinned to the partition, and every discovery pop.

@@ -1,6 +1,10 @@
 package consume
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/queen-go/queen/core/notify"
+)
 
 func woken(x *Wait) bool {
 	select {
@@ -14,11 +18,11 @@ func woken(x *Wait) bool {
 func TestWakerWakesOnePopPerGroup(t *testing.T) {
 	t.Parallel()
 	w := NewWaker()
-	k := Key("t", "q")
+	k := notify.QueueKey("t", "q")
 	a1, a2 := w.Wait(k, "a", ""), w.Wait(k, "a", "")
 	b1 := w.Wait(k, "b", "")
 	pinnedP, pinnedP2, pinnedQ := w.Wait(k, "a", "p"), w.Wait(k, "b", "p"), w.Wait(k, "a", "q")
-	other := w.Wait(Key("t", "other"), "a", "")
+	other := w.Wait(notify.QueueKey("t", "other"), "a", "")
 	disc := w.WaitAny("a")
 
 	w.Notify(k, "p")
@@ -45,7 +49,7 @@ func TestWakerWakesOnePopPerGroup(t *testing.T) {
 func TestWakerHandsOnUnusedWakes(t *testing.T) {
 	t.Parallel()
 	w := NewWaker()
-	k := Key("t", "q")
+	k := notify.QueueKey("t", "q")
 	gone, next := w.Wait(k, "g", ""), w.Wait(k, "g", "")
 	w.Notify(k, "p")
 	if !woken(gone) || woken(next) {

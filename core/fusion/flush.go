@@ -147,7 +147,7 @@ func (b *Batcher) apply(fp flushPart, res ports.SegmentResult) []ref {
 	switch res.Status {
 	case ports.SegmentQueued:
 		b.opts.Commits.Announce(notify.Commit{Tenant: fp.p.tenant, Queue: fp.p.queue, Partition: fp.p.partition,
-			Source: notify.Pushed})
+			PartitionID: res.PartitionID, Messages: fp.seg.Count, Source: notify.Pushed})
 		for j, r := range fp.refs {
 			first := fp.refs[pl.firsts[j]]
 			v := Result{

@@ -15,13 +15,21 @@ const (
 // Commit names a partition that has data for its consumers.
 type Commit struct {
 	Tenant, Queue, Partition string
+	PartitionID              string // "" when the announcer does not know it
+	Messages                 int    // messages committed (0 for a dead-letter move)
 	Source                   Source
 }
 
 // QueueChange names a queue that was reconfigured or deleted.
 type QueueChange struct {
 	Tenant, Queue string
+	Deleted       bool
 }
+
+// QueueKey is the in-memory key of a queue: tenant \x1f queue. Every structure keyed by
+// queue (the long-poll waker, the hot-list's rings) uses this one function, so their keys
+// are byte-identical: a mismatch would be a silently lost wake.
+func QueueKey(tenant, queue string) string { return tenant + "\x1f" + queue }
 
 // topic is a list of subscribers called in order.
 type topic[E any] struct {

@@ -84,7 +84,7 @@ func (s *Service) Transaction(ctx context.Context, tenant, producerSub string, o
 			res.Offset, res.HasOffset = r.BaseOffset+int64(l.frame), true
 		}
 		s.opts.Commits.Announce(notify.Commit{Tenant: tenant, Queue: segs[k].Queue, Partition: segs[k].Partition,
-			Source: notify.Transacted})
+			PartitionID: r.PartitionID, Messages: segs[k].Count, Source: notify.Transacted})
 	}
 	for k, r := range acked {
 		out[ackPos[k]].Ack = &r

@@ -68,6 +68,6 @@ func (s *Service) DeleteQueue(ctx context.Context, tenant, queue string) (bool, 
 	}
 	// Also when it did not exist here: another broker may have deleted it while this one
 	// still caches it.
-	s.opts.Changes.Announce(notify.QueueChange{Tenant: tenant, Queue: queue})
+	s.opts.Changes.Announce(notify.QueueChange{Tenant: tenant, Queue: queue, Deleted: true})
 	return existed, nil
 }

@@ -60,6 +60,9 @@ func testAckSignals(k kit) {
 				// dlq marks the signals on the dead-lettered message.
 				want.DLQ = a.st != ports.AckCompleted && slices.Contains(tt.acks, ackStep{a.msg, ports.AckDLQ})
 				wantResults(t, res[j:j+1], want)
+				if res[j].DLQ && (res[j].Queue != queue || res[j].Partition != "p") {
+					t.Fatalf("dead-lettered item %d names %q/%q, want %s/p", j, res[j].Queue, res[j].Partition, queue)
+				}
 				if a.st == ports.AckDLQ {
 					dead = append(dead, fmt.Sprint("m", a.msg))
 				}
@@ -328,6 +331,13 @@ func testAckOrder(k kit) {
 		of(cq, rcq, "c0", ports.AckCompleted), of(bg, rbg, "b1", ports.AckCompleted), of(ag, rag, "a0", ports.AckRetry))
 	wantResults(k.t, res, ok("q", "pb", true), ok("q", "pa", true), failed("q", "pa", errNotFound), ok("q", "pb", true),
 		ports.AckResult{Error: errNoConsumer}, ok("r", "pc", true), ok("q", "pb", true), ok("q", "pa", true))
+	// Names come with the first released item of each (partition, group) only.
+	names := [][2]string{{"q", "pb"}, {"q", "pa"}, {}, {"q", "pb"}, {}, {"r", "pc"}, {}, {"q", "pa"}}
+	for i, want := range names {
+		if got := [2]string{res[i].Queue, res[i].Partition}; got != want {
+			k.t.Errorf("result %d names %v, want %v", i, got, want)
+		}
+	}
 	k.popNone(req("q", pinned("pa")))
 	k.popNone(req("q", pinned("pb"), group("g")))
 	k.popNone(req("r"))

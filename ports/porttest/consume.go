@@ -30,6 +30,17 @@ type ConsumeFixture struct {
 	ExpireLease func(t *testing.T, partitionID, group string)
 	// DeadLetters lists the partition's dead letters in offset order.
 	DeadLetters func(t *testing.T, partitionID string) []ports.DeadLetter
+	// HoldCursor holds (partition, group)'s cursor as another transaction would (a pop or
+	// an ack under way on the row; the row's creation when there is none) until release
+	// is called (at the latest when the test ends). Pops must answer busy for it.
+	HoldCursor func(t *testing.T, partitionID, group string) (release func())
+	// EmptyPartition creates tenant/queue/partition (and the queue) with nothing stored,
+	// as a push provisions a partition before it allocates (or as retention leaves one),
+	// and returns its id.
+	EmptyPartition func(t *testing.T, tenant, queue, partition string) (partitionID string)
+	// Hotlist is the store's ports.HotlistStore, over the same state (needed by the
+	// HotlistStore suite only).
+	Hotlist ports.HotlistStore
 }
 
 // The per-item errors of an ack, as the SQL function words them (they reach clients).
@@ -133,15 +144,24 @@ func (k kit) push(queue, partition string, txns ...string) ports.SegmentResult {
 	return r
 }
 
-// pop pops r and checks the shape of every claim: a span with attempt, a lease unless
-// autoAck, and the pushed segments that cover it, contiguous and in offset order.
+// pop pops r and checks the shape of every claim (see popV).
 func (k kit) pop(r ports.PopRequest) []ports.Claim {
 	k.t.Helper()
+	claims, _ := k.popV(r)
+	return claims
+}
+
+// popV pops r and checks the shape of every claim: a span with attempt, a lease unless
+// autoAck, and the pushed segments that cover it, contiguous and in offset order; and of
+// the verdicts (wantVerdictShape).
+func (k kit) popV(r ports.PopRequest) ([]ports.Claim, []ports.Verdict) {
+	k.t.Helper()
 	before := time.Now()
-	claims, err := k.f.Consume.Pop(context.Background(), r)
+	claims, verdicts, err := k.f.Consume.Pop(context.Background(), r)
 	if err != nil {
 		k.t.Fatalf("Pop(%+v): %v", r, err)
 	}
+	wantVerdictShape(k.t, r, claims, verdicts)
 	for _, c := range claims {
 		if c.Start > c.End || c.Attempt < 1 || c.PartitionID == "" || c.Queue == "" || c.Partition == "" || len(c.Segments) == 0 {
 			k.t.Fatalf("malformed claim %+v", c)
@@ -163,7 +183,7 @@ func (k kit) pop(r ports.PopRequest) []ports.Claim {
 			}
 		}
 	}
-	return claims
+	return claims, verdicts
 }
 
 func segList(segs []ports.StoredSegment) string {
@@ -239,10 +259,14 @@ func failed(queue, partition, msg string) ports.AckResult {
 	return ports.AckResult{Error: msg, Queue: queue, Partition: partition}
 }
 
+// wantResults compares results without their names (testAckOrder and testAckSignals
+// check where names must be).
 func wantResults(t *testing.T, got []ports.AckResult, want ...ports.AckResult) {
 	t.Helper()
 	for i := range want {
-		if got[i] != want[i] {
+		g, w := got[i], want[i]
+		g.Queue, g.Partition, w.Queue, w.Partition = "", "", "", ""
+		if g != w {
 			t.Fatalf("result %d = %+v, want %+v", i, got[i], want[i])
 		}
 	}
@@ -268,6 +292,14 @@ func ConsumeStore(t *testing.T, newFixture func(t *testing.T) ConsumeFixture) {
 		{"partitions limits a wildcard pop", testPopPartitions},
 		{"a pinned pop claims only its partition", testPopPinned},
 		{"candidates are tried in order", testPopCandidates},
+		{"verdict took", testVerdictTook},
+		{"verdict empty", testVerdictEmpty},
+		{"verdict leased", testVerdictLeased},
+		{"verdict busy", testVerdictBusy},
+		{"verdict gone", testVerdictGone},
+		{"verdict skipped", testVerdictSkipped},
+		{"verdicts follow the candidate order", testVerdictOrder},
+		{"an empty candidate list claims nothing", testCandidatesNone},
 		{"a live lease hides the partition from its group only", testLeaseExclusive},
 		{"concurrent pops of one partition: one wins", testPopConcurrent},
 		{"an expired lease redelivers with the next attempt", testLeaseExpiry},
@@ -428,7 +460,7 @@ func testPopConcurrent(k kit) {
 	results := make([][]ports.Claim, consumers)
 	errs := make([]error, consumers)
 	for i := range consumers {
-		wg.Go(func() { results[i], errs[i] = k.f.Consume.Pop(context.Background(), req("q")) })
+		wg.Go(func() { results[i], _, errs[i] = k.f.Consume.Pop(context.Background(), req("q")) })
 	}
 	wg.Wait()
 	wins := 0

@@ -3,14 +3,18 @@
 // drift from the real adapters.
 //
 //   - SegmentStore: adapters/postgres, adapters/memory
-//   - ConsumeStore and TransactionStore: adapters/postgres, adapters/memory
+//   - ConsumeStore (with the candidates' verdicts, candidates.go), TransactionStore and
+//     HotlistStore: adapters/postgres, adapters/memory
+//   - HintBus: adapters/postgres (LISTEN/NOTIFY, one Store per endpoint), adapters/memory
+//     (HintNet)
 //   - SpoolFS: adapters/spoolfs (a real directory), adapters/memory
 //   - SystemState: adapters/postgres, adapters/memory
 //   - QueueAdmin: adapters/admin, adapters/memory
 //
 // Each suite is a table of named cases over a Fixture: a fresh implementation plus hooks
 // for the state the port itself cannot express (a queue's options, an expired lease, data
-// older than a window, a dead letter). The spool's own crash and damage scenarios, which
+// older than a window, a dead letter, a cursor another transaction holds, a partition
+// with nothing stored). The spool's own crash and damage scenarios, which
 // need core/spool, are core/spool/spooltest, run the same way.
 //
 // It lives beside ports, which imports only the standard library, and imports only

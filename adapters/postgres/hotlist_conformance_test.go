@@ -1,0 +1,11 @@
+package postgres
+
+import (
+	"testing"
+
+	"github.com/queen-go/queen/ports/porttest"
+)
+
+func TestHotlistStoreConformance(t *testing.T) {
+	porttest.HotlistStore(t, consumeFixture)
+}

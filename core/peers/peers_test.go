@@ -1,0 +1,174 @@
+package peers
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/queen-go/queen/core/hotlist"
+	"github.com/queen-go/queen/core/notify"
+	"github.com/queen-go/queen/ports"
+)
+
+const tenant = ports.DefaultTenant
+
+// fakeBus records published batches and lets a test deliver hints as a peer would.
+type fakeBus struct {
+	mu        sync.Mutex
+	published [][]ports.Hint
+	deliver   func([]ports.Hint)
+	listening chan struct{}
+	fail      error
+}
+
+func newFakeBus() *fakeBus { return &fakeBus{listening: make(chan struct{}, 10)} }
+
+func (b *fakeBus) Publish(_ context.Context, hints []ports.Hint) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.fail != nil {
+		return b.fail
+	}
+	b.published = append(b.published, hints)
+	return nil
+}
+
+func (b *fakeBus) Listen(ctx context.Context, deliver func([]ports.Hint)) error {
+	b.mu.Lock()
+	b.deliver = deliver
+	b.mu.Unlock()
+	b.listening <- struct{}{}
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+func (b *fakeBus) batches() [][]ports.Hint {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([][]ports.Hint(nil), b.published...)
+}
+
+func commit(queue, partition string) notify.Commit {
+	return notify.Commit{Tenant: tenant, Queue: queue, Partition: partition, PartitionID: "id-" + partition,
+		Messages: 1, Source: notify.Pushed}
+}
+
+func TestCommitsAreCoalescedIntoOneBatchPerTick(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		bus := newFakeBus()
+		m := New(bus, hotlist.New(nil, hotlist.Options{}), Options{Enabled: true, Tick: 5 * time.Millisecond})
+		m.Start()
+		defer m.Stop()
+		for range 1000 {
+			m.Committed(commit("q", "p1"))
+		}
+		m.Committed(commit("q", "p2"))
+		time.Sleep(5 * time.Millisecond)
+		synctest.Wait()
+		got := bus.batches()
+		if len(got) != 1 || len(got[0]) != 2 {
+			t.Fatalf("batches %v, want one batch of two hints", got)
+		}
+		time.Sleep(50 * time.Millisecond) // idle ticks publish nothing
+		synctest.Wait()
+		if len(bus.batches()) != 1 {
+			t.Fatalf("%d batches after idle ticks", len(bus.batches()))
+		}
+		if st := m.Stats(); st.Sent != 2 || st.Batches != 1 {
+			t.Fatalf("stats %+v", st)
+		}
+	})
+}
+
+func TestPendingHintsAreBounded(t *testing.T) {
+	t.Parallel()
+	m := New(newFakeBus(), hotlist.New(nil, hotlist.Options{}), Options{Enabled: true, MaxPending: 3})
+	for _, p := range []string{"a", "b", "c", "d", "e", "a"} {
+		m.Committed(commit("q", p))
+	}
+	if st := m.Stats(); st.Dropped != 2 {
+		t.Fatalf("dropped %d, want 2 (d and e; a again is not new)", st.Dropped)
+	}
+}
+
+// Received hints reach the hot-list (here off: it wakes the parked pops at once) and are
+// never published again.
+func TestReceivedHintsWakeAndAreNotSentOn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		bus := newFakeBus()
+		var mu sync.Mutex
+		var woken []string
+		hot := hotlist.New(nil, hotlist.Options{Wake: func(key, partition string) {
+			mu.Lock()
+			woken = append(woken, partition)
+			mu.Unlock()
+		}})
+		m := New(bus, hot, Options{Enabled: true})
+		m.Start()
+		defer m.Stop()
+		<-bus.listening
+		bus.mu.Lock()
+		deliver := bus.deliver
+		bus.mu.Unlock()
+		deliver([]ports.Hint{{Tenant: tenant, Queue: "q", Partition: "p9", PartitionID: "id-p9"}})
+		time.Sleep(50 * time.Millisecond)
+		synctest.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		if len(woken) != 1 || woken[0] != "p9" {
+			t.Fatalf("woken %v, want [p9]", woken)
+		}
+		if len(bus.batches()) != 0 {
+			t.Fatalf("a received hint was sent on: %v", bus.batches())
+		}
+		if m.Stats().Received != 1 {
+			t.Fatalf("received %d", m.Stats().Received)
+		}
+	})
+}
+
+// A failing listener is listened again, with back-off; a failing publish drops its batch.
+func TestFailuresAreRetriedOrDropped(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		bus := &flakyBus{fakeBus: newFakeBus()}
+		m := New(bus, hotlist.New(nil, hotlist.Options{}), Options{Enabled: true, Backoff: time.Second})
+		m.Start()
+		defer m.Stop()
+		time.Sleep(10 * time.Second)
+		synctest.Wait()
+		if n := bus.listens(); n < 3 || n > 5 {
+			t.Fatalf("%d listens in 10 s with back-off 1, 2, 4 s", n)
+		}
+		bus.fakeBus.mu.Lock()
+		bus.fakeBus.fail = errors.New("connection refused")
+		bus.fakeBus.mu.Unlock()
+		m.Committed(commit("q", "p1"))
+		time.Sleep(10 * time.Millisecond)
+		synctest.Wait()
+		if st := m.Stats(); st.Failures != 1 || st.Sent != 0 {
+			t.Fatalf("stats %+v after a failed publish", st)
+		}
+	})
+}
+
+type flakyBus struct {
+	*fakeBus
+	mu sync.Mutex
+	n  int
+}
+
+func (b *flakyBus) Listen(ctx context.Context, _ func([]ports.Hint)) error {
+	b.mu.Lock()
+	b.n++
+	b.mu.Unlock()
+	return errors.New("listen failed")
+}
+
+func (b *flakyBus) listens() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.n
+}
