@@ -29,8 +29,11 @@
 //
 //   - log_push_multi_v2: one fused push bundle (N segments of N partitions) in one call,
 //     answering one typed row per segment (no JSON on the hot path).
+//
 //   - log_push_one_v2: the allocator, the only place an offset is assigned.
+//
 //   - log_segment_at_v1: the segment covering an offset (duplicate id resolution).
+//
 //   - log_pop_v2, log_ack_v2: claim a span under a lease (with a verdict per candidate
 //     partition when the hot-list names them); apply acknowledgements. An ack
 //     resolves transaction ids through the hash sidecar in passes linear in the items:
