@@ -227,10 +227,11 @@ func ProvideConsumeService(store *postgres.Store, codec *segment.Codec, sealer *
 // ProvideHandler builds the HTTP routes.
 func ProvideHandler(p *push.Service, c *consume.Service, m *maintenance.Flags, qs *queues.Service, d *drain.Drainer,
 	store *postgres.Store, b *fusion.Batcher, limiter *vegas.Limiter, hot *hotlist.List, mesh *peers.Mesh,
-	cfg config.Config, log *slog.Logger) http.Handler {
+	waker *consume.Waker, cfg config.Config, log *slog.Logger) http.Handler {
 	prom := metrics.Handler(metrics.Sources{
 		Fusion: b.Stats, Push: p.Stats, PushLimit: limiter.Limit, PoolStats: store.PoolStats,
 		DBCommits: store.Commits, Maintenance: m.Push, Spool: d.Status, Hotlist: hot.Stats, Peers: mesh.Stats,
+		Parked: waker.Parked,
 	})
 	return httpapi.New(httpapi.Services{Push: p, DB: store, Consume: c, Queues: qs, Maintenance: m, Buffers: d.Status},
 		httpapi.Options{MaxBodyBytes: cfg.MaxBodyBytes, Version: Version, Logger: log, Prometheus: prom,

@@ -60,7 +60,7 @@ func InitializeApp(ctx context.Context, cfg config.Config) (*App, func(), error)
 	consumeService := ProvideConsumeService(store, codec, sealer, waker, list, commits, flags, cfg, logger)
 	admin, cleanup4 := ProvideAdmin(store, cfg, logger)
 	queuesService := ProvideQueues(admin, sealer, codec, queueChanges, logger)
-	handler := ProvideHandler(service, consumeService, flags, queuesService, drainer, store, batcher, limiter, list, mesh, cfg, logger)
+	handler := ProvideHandler(service, consumeService, flags, queuesService, drainer, store, batcher, limiter, list, mesh, waker, cfg, logger)
 	server := ProvideHTTPServer(cfg, handler, consumeService)
 	app := NewApp(cfg, logger, flags, batcher, spool, drainer, list, mesh, server)
 	return app, func() {

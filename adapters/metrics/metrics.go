@@ -29,6 +29,8 @@ type Sources struct {
 	// records and whether the drain reaches the database.
 	Maintenance func() bool
 	Spool       func() drain.Status
+	// Parked, when set, counts the long polls parked now.
+	Parked func() int
 	// Hotlist and Peers, when set, report the hot-list and the peer hints.
 	Hotlist func() hotlist.Stats
 	Peers   func() peers.Stats
@@ -78,11 +80,15 @@ func Handler(src Sources) http.Handler {
 	gauge("queen_db_pool_size", "Open database connections.", nil, pool(func(t, _, _ int32) int32 { return t }))
 	gauge("queen_db_pool_idle", "Idle database connections.", nil, pool(func(_, i, _ int32) int32 { return i }))
 	gauge("queen_db_pool_active", "Database connections in use.", nil, pool(func(_, _, a int32) int32 { return a }))
+	if src.Parked != nil {
+		gauge("queen_pop_parked", "Long-poll pops parked now, waiting for a commit or their re-check.", nil,
+			func() float64 { return float64(src.Parked()) })
+	}
 	registerSpoolAndDatabase(src, gauge, counter)
 	if src.Hotlist != nil {
 		reg.MustRegister(hotlistCollector{src.Hotlist, src.Peers})
 	}
-	reg.MustRegister(collectors.NewGoCollector())
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	h := promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", "no-cache") // api.md §1: scrapes are never cached

@@ -23,6 +23,7 @@ import (
 type Client struct {
 	addr    string
 	host    string
+	others  []endpoint // failover targets, tried in turn when a dial fails
 	timeout time.Duration
 	conn    net.Conn
 	live    atomic.Pointer[net.Conn] // conn, for Abort from another goroutine
@@ -32,21 +33,52 @@ type Client struct {
 	body    []byte
 }
 
-// NewClient returns a client for base ("http://host:port"). timeout bounds each
-// request (0 = none); long polls need more than their own timeout.
-func NewClient(base string, timeout time.Duration) (*Client, error) {
+// endpoint is a broker's dial address and Host header.
+type endpoint struct{ addr, host string }
+
+func parseBase(base string) (endpoint, error) {
 	u, err := url.Parse(base)
 	if err != nil {
-		return nil, fmt.Errorf("load: broker URL %q: %w", base, err)
+		return endpoint{}, fmt.Errorf("load: broker URL %q: %w", base, err)
 	}
 	if u.Scheme != "http" {
-		return nil, fmt.Errorf("load: broker URL %q: only http:// is supported", base)
+		return endpoint{}, fmt.Errorf("load: broker URL %q: only http:// is supported", base)
 	}
-	host := u.Host
+	addr := u.Host
 	if u.Port() == "" {
-		host = net.JoinHostPort(u.Hostname(), "80")
+		addr = net.JoinHostPort(u.Hostname(), "80")
 	}
-	return &Client{addr: host, host: u.Host, timeout: timeout}, nil
+	return endpoint{addr: addr, host: u.Host}, nil
+}
+
+// NewClient returns a client for base ("http://host:port"). timeout bounds each
+// request (0 = none); long polls need more than their own timeout. With failover, a
+// dial that fails moves the client to the next of those brokers (then round): brokers
+// sharing a database serve the same queues, so a consumer outlives its broker.
+func NewClient(base string, timeout time.Duration, failover ...string) (*Client, error) {
+	e, err := parseBase(base)
+	if err != nil {
+		return nil, err
+	}
+	c := &Client{addr: e.addr, host: e.host, timeout: timeout}
+	for _, b := range failover {
+		o, err := parseBase(b)
+		if err != nil {
+			return nil, err
+		}
+		c.others = append(c.others, o)
+	}
+	return c, nil
+}
+
+// rotate moves the client to its next failover broker, if it has any.
+func (c *Client) rotate() {
+	if len(c.others) == 0 {
+		return
+	}
+	next := c.others[0]
+	c.others = append(c.others[1:], endpoint{addr: c.addr, host: c.host})
+	c.addr, c.host = next.addr, next.host
 }
 
 // Close drops the connection.
@@ -79,6 +111,7 @@ func (c *Client) Do(method, path string, body []byte) (int, []byte, error) {
 	if c.conn == nil {
 		conn, err := net.Dial("tcp", c.addr)
 		if err != nil {
+			c.rotate()
 			return 0, nil, err
 		}
 		c.conn, c.br = conn, bufio.NewReaderSize(conn, 64<<10)

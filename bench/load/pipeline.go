@@ -16,19 +16,23 @@ import (
 // PipelineConfig configures the ordered pipeline of seed 001, scaled by flags.
 type PipelineConfig struct {
 	Common
-	Dir       string        // run directory: stage logs, produced.meta, stages
-	Prefix    string        // queue name prefix, so runs do not share queues
-	Entities  int           // entities per flow; each owns one partition in every queue
-	Rate      float64       // ingress events per second, both flows together
-	Ramp      time.Duration // linear ramp before the measured Duration
-	Fanout    int           // consumer groups on each derived queue
-	WorkMin   time.Duration // simulated first-stage work per pop, uniform in [WorkMin, WorkMax]
-	WorkMax   time.Duration
-	PopBatch  int
-	PopParts  int // partitions per wildcard pop
-	Consumers int // consumers per (queue, group)
-	Producers int // ingress connections per flow
-	Drain     time.Duration
+	// ConsumerURLs, when set, are the brokers the consumers use instead of URL
+	// (producers always push to URL): consumer i starts on ConsumerURLs[i mod n] and
+	// fails over to the next when its broker stops answering.
+	ConsumerURLs []string
+	Dir          string        // run directory: stage logs, produced.meta, stages
+	Prefix       string        // queue name prefix, so runs do not share queues
+	Entities     int           // entities per flow; each owns one partition in every queue
+	Rate         float64       // ingress events per second, both flows together
+	Ramp         time.Duration // linear ramp before the measured Duration
+	Fanout       int           // consumer groups on each derived queue
+	WorkMin      time.Duration // simulated first-stage work per pop, uniform in [WorkMin, WorkMax]
+	WorkMax      time.Duration
+	PopBatch     int
+	PopParts     int // partitions per wildcard pop
+	Consumers    int // consumers per (queue, group)
+	Producers    int // ingress connections per flow
+	Drain        time.Duration
 	// Queue options (api.md §5.6).
 	DedupWindow, CompletedRetention, LeaseTime int
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -90,10 +91,10 @@ func (p *pipeline) consumers(ctx context.Context, wg *sync.WaitGroup, errc chan<
 	st := p.stages[queue+"_"+group]
 	path := PopParams{Queue: queue, Group: group, Batch: p.cfg.PopBatch, Partitions: p.cfg.PopParts,
 		Wait: true, TimeoutMS: 1000, SubscriptionMode: "all"}.Path()
-	for range p.cfg.Consumers {
+	for i := range p.cfg.Consumers {
 		// A consumer stops after its current pop (at most its 1 s long poll) and acks what
 		// that pop got: a pop dropped by the client would keep its lease on the broker.
-		cl, err := NewClient(p.cfg.URL, 30*time.Second)
+		cl, err := p.consumerClient(i)
 		if err != nil {
 			errc <- err
 			return
@@ -122,6 +123,17 @@ func (p *pipeline) consumers(ctx context.Context, wg *sync.WaitGroup, errc chan<
 			}
 		})
 	}
+}
+
+// consumerClient returns the client of the i-th consumer of a stage (see
+// PipelineConfig.ConsumerURLs).
+func (p *pipeline) consumerClient(i int) (*Client, error) {
+	urls := p.cfg.ConsumerURLs
+	if len(urls) == 0 {
+		return NewClient(p.cfg.URL, 30*time.Second)
+	}
+	k := i % len(urls)
+	return NewClient(urls[k], 30*time.Second, append(slices.Clone(urls[k+1:]), urls[:k]...)...)
 }
 
 // observe logs every message of b in the stage log.

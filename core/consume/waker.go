@@ -63,6 +63,17 @@ func (w *Waker) WaitAny(group string) *Wait {
 	return &Wait{w: w, wt: wt}
 }
 
+// Parked returns how many pops are parked now (not yet woken).
+func (w *Waker) Parked() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := len(w.any)
+	for _, list := range w.queues {
+		n += len(list)
+	}
+	return n
+}
+
 // C is closed when the pop is woken.
 func (x *Wait) C() <-chan struct{} { return x.wt.ch }
 
