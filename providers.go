@@ -17,6 +17,7 @@ import (
 	"github.com/queen-go/queen/adapters/pglocal"
 	"github.com/queen-go/queen/adapters/postgres"
 	"github.com/queen-go/queen/config"
+	adminapi "github.com/queen-go/queen/core/admin"
 	"github.com/queen-go/queen/core/consume"
 	"github.com/queen-go/queen/core/drain"
 	"github.com/queen-go/queen/core/envelope"
@@ -58,6 +59,11 @@ var ProviderSet = wire.NewSet(
 	ProvideSpool,
 	ProvideDrainer,
 	ProvideGate,
+	ProvideResources,
+	ProvideGroupChanges,
+	ProvideGroups,
+	ProvideMessages,
+	ProvideTraces,
 	ProvideHandler,
 	ProvideHTTPServer,
 	NewApp,
@@ -227,13 +233,15 @@ func ProvideConsumeService(store *postgres.Store, codec *segment.Codec, sealer *
 // ProvideHandler builds the HTTP routes.
 func ProvideHandler(p *push.Service, c *consume.Service, m *maintenance.Flags, qs *queues.Service, d *drain.Drainer,
 	store *postgres.Store, b *fusion.Batcher, limiter *vegas.Limiter, hot *hotlist.List, mesh *peers.Mesh,
-	waker *consume.Waker, cfg config.Config, log *slog.Logger) http.Handler {
+	waker *consume.Waker, resources *adminapi.Resources, groups *adminapi.Groups, messages *adminapi.Messages,
+	traces *adminapi.Traces, cfg config.Config, log *slog.Logger) http.Handler {
 	prom := metrics.Handler(metrics.Sources{
 		Fusion: b.Stats, Push: p.Stats, PushLimit: limiter.Limit, PoolStats: store.PoolStats,
 		DBCommits: store.Commits, Maintenance: m.Push, Spool: d.Status, Hotlist: hot.Stats, Peers: mesh.Stats,
 		Parked: waker.Parked,
 	})
-	return httpapi.New(httpapi.Services{Push: p, DB: store, Consume: c, Queues: qs, Maintenance: m, Buffers: d.Status},
+	return httpapi.New(httpapi.Services{Push: p, DB: store, Consume: c, Queues: qs, Maintenance: m, Buffers: d.Status,
+		Resources: resources, Groups: groups, Messages: messages, Traces: traces},
 		httpapi.Options{MaxBodyBytes: cfg.MaxBodyBytes, Version: Version, Logger: log, Prometheus: prom,
 			PoolStats: store.PoolStats})
 }

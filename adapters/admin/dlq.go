@@ -9,7 +9,7 @@ import (
 	"github.com/queen-go/queen/ports"
 )
 
-// dlqRow is one row of the dead-letter listing.
+// dlqRow is one dead-letter row with its queue and partition names.
 type dlqRow struct {
 	ID            string    `bun:"id"`
 	Queue         string    `bun:"queue"`
@@ -26,6 +26,28 @@ type dlqRow struct {
 	Blob          []byte    `bun:"blob"`
 }
 
+func (r *dlqRow) port() ports.DeadLetter {
+	return ports.DeadLetter{
+		DeadLetterInfo: ports.DeadLetterInfo{ID: r.ID, Queue: r.Queue, Partition: r.Partition,
+			PartitionID: r.PartitionID, ConsumerGroup: r.ConsumerGroup, TransactionID: r.TransactionID,
+			ErrorMessage: r.ErrorMessage, RetryCount: r.RetryCount, CreatedAt: r.CreatedAt, FailedAt: r.FailedAt},
+		Offset: r.Offset, FrameIndex: r.FrameIndex, Blob: r.Blob,
+	}
+}
+
+// selectDeadLetters selects the tenant's dead-letter rows (alias d) with their queue (q)
+// and partition (p) names, as dlqRow.
+func selectDeadLetters(db bun.IDB, tenant string) *bun.SelectQuery {
+	return db.NewSelect().
+		TableExpr("queen.dlq AS d").
+		Join("JOIN queen.queues AS q ON q.id = d.queue_id").
+		Join("JOIN queen.log_partitions AS p ON p.id = d.partition_id").
+		ColumnExpr("d.id::text AS id, q.name AS queue, p.name AS partition, d.partition_id::text AS partition_id").
+		ColumnExpr("d.consumer_group, d.msg_offset, d.transaction_id, d.error_message, d.retry_count").
+		ColumnExpr("d.created_at, d.failed_at, d.frame_index, d.blob").
+		Where("q.tenant_id = ?::uuid", tenant)
+}
+
 // DeadLetters implements ports.QueueAdmin: newest failure first (dlq_queue index order
 // when a queue is given), ties broken by id so pages do not overlap.
 func (a *Admin) DeadLetters(ctx context.Context, tenant string, f ports.DeadLetterFilter) ([]ports.DeadLetter, error) {
@@ -34,14 +56,7 @@ func (a *Admin) DeadLetters(ctx context.Context, tenant string, f ports.DeadLett
 	}
 	var rows []dlqRow
 	err := a.run(ctx, "dead letters", func(ctx context.Context, c bun.Conn) error {
-		q := c.NewSelect().
-			TableExpr("queen.dlq AS d").
-			Join("JOIN queen.queues AS q ON q.id = d.queue_id").
-			Join("JOIN queen.log_partitions AS p ON p.id = d.partition_id").
-			ColumnExpr("d.id::text AS id, q.name AS queue, p.name AS partition, d.partition_id::text AS partition_id").
-			ColumnExpr("d.consumer_group, d.msg_offset, d.transaction_id, d.error_message, d.retry_count").
-			ColumnExpr("d.created_at, d.failed_at, d.frame_index, d.blob").
-			Where("q.tenant_id = ?::uuid", tenant)
+		q := selectDeadLetters(c, tenant)
 		if f.Queue != "" {
 			q = q.Where("q.name = ?", f.Queue)
 		}
@@ -54,13 +69,8 @@ func (a *Admin) DeadLetters(ctx context.Context, tenant string, f ports.DeadLett
 		return nil, err
 	}
 	out := make([]ports.DeadLetter, len(rows))
-	for i, r := range rows {
-		out[i] = ports.DeadLetter{
-			DeadLetterInfo: ports.DeadLetterInfo{ID: r.ID, Queue: r.Queue, Partition: r.Partition,
-				PartitionID: r.PartitionID, ConsumerGroup: r.ConsumerGroup, TransactionID: r.TransactionID,
-				ErrorMessage: r.ErrorMessage, RetryCount: r.RetryCount, CreatedAt: r.CreatedAt, FailedAt: r.FailedAt},
-			Offset: r.Offset, FrameIndex: r.FrameIndex, Blob: r.Blob,
-		}
+	for i := range rows {
+		out[i] = rows[i].port()
 	}
 	return out, nil
 }

@@ -1,6 +1,10 @@
 // Package admin is the PostgreSQL adapter of the administrative queries (bun over
-// database/sql): queue configuration, queue deletion and the dead-letter listing. It
-// implements ports.QueueAdmin. The hot path (push, pop, ack) stays in adapters/postgres on
+// database/sql): queue configuration, queue deletion and the dead-letter listing
+// (ports.QueueAdmin), and the admin API's stores: resources and status
+// (ports.ResourceStore: plain reads, a fixed number of statements per call whatever the
+// number of queues), consumer groups (ports.GroupStore: listings, deletion, seeks and
+// subscription updates, with the locks core/admin's doc.go lists), messages and dead
+// letters (ports.MessageStore) and traces (ports.TraceStore). The hot path (push, pop, ack) stays in adapters/postgres on
 // pgx; this package is the only one that imports bun, and it never imports pgx: it is
 // handed a *sql.DB (adapters/postgres Store.DB) built on the same pool.
 //

@@ -2,13 +2,16 @@ package httpapi
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
+	"os"
 	"runtime"
 	"time"
 
 	"github.com/gorilla/mux"
 
+	"github.com/queen-go/queen/core/admin"
 	"github.com/queen-go/queen/core/consume"
 	"github.com/queen-go/queen/core/drain"
 	"github.com/queen-go/queen/core/maintenance"
@@ -39,6 +42,11 @@ type Services struct {
 	// spool for them (nil: no spool).
 	Maintenance *maintenance.Flags
 	Buffers     func() drain.Status
+	// The admin API (api.md §5.7-5.11): each enables its routes.
+	Resources *admin.Resources
+	Groups    *admin.Groups
+	Messages  *admin.Messages
+	Traces    *admin.Traces
 }
 
 type api struct {
@@ -62,7 +70,9 @@ func New(svc Services, opts Options) http.Handler {
 		opts.PoolStats = func() (int32, int32, int32) { return 0, 0, 0 }
 	}
 	a := &api{Services: svc, opts: opts, start: time.Now()}
-	r := mux.NewRouter()
+	// Names are free text: a queue, partition or group named "." or "..", or with "//",
+	// must reach its route as sent, not be redirected to a cleaned path.
+	r := mux.NewRouter().SkipClean(true)
 	r.HandleFunc("/api/v1/push", a.handlePush).Methods(http.MethodPost)
 	if svc.Consume != nil {
 		a.consumeRoutes(r)
@@ -72,6 +82,18 @@ func New(svc Services, opts Options) http.Handler {
 	}
 	if svc.Queues != nil {
 		a.adminRoutes(r)
+	}
+	if svc.Resources != nil {
+		a.resourcesRoutes(r)
+	}
+	if svc.Groups != nil {
+		a.groupsRoutes(r)
+	}
+	if svc.Messages != nil {
+		a.messagesRoutes(r)
+	}
+	if svc.Traces != nil {
+		a.tracesRoutes(r)
 	}
 	r.HandleFunc("/health", a.handleHealth).Methods(http.MethodGet, http.MethodHead)
 	r.HandleFunc("/metrics", a.handleMetrics).Methods(http.MethodGet)
@@ -100,19 +122,59 @@ func (a *api) handleHealth(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, code, body)
 }
 
+// metricsBody is Queen's JSON /metrics (not Prometheus; api.md §5.13), keys in its order.
+type metricsBody struct {
+	Uptime   int64 `json:"uptime"`
+	Requests struct {
+		Total uint64 `json:"total"`
+		Rate  int    `json:"rate"`
+	} `json:"requests"`
+	Messages struct {
+		Total uint64 `json:"total"`
+		Rate  int    `json:"rate"`
+	} `json:"messages"`
+	Database struct {
+		PoolSize        int32 `json:"poolSize"`
+		IdleConnections int32 `json:"idleConnections"`
+		WaitingRequests int   `json:"waitingRequests"`
+	} `json:"database"`
+	Memory struct {
+		RSS          uint64 `json:"rss"`
+		HeapTotal    uint64 `json:"heapTotal"`
+		HeapUsed     uint64 `json:"heapUsed"`
+		External     int    `json:"external"`
+		ArrayBuffers int    `json:"arrayBuffers"`
+	} `json:"memory"`
+	CPU struct {
+		User   int `json:"user"`
+		System int `json:"system"`
+	} `json:"cpu"`
+}
+
 // handleMetrics is Queen's JSON /metrics (not Prometheus; api.md §5.13).
 func (a *api) handleMetrics(w http.ResponseWriter, _ *http.Request) {
 	st := a.Push.Stats()
 	total, idle, _ := a.opts.PoolStats()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	writeJSON(w, http.StatusOK, map[string]any{
-		"uptime":   int64(time.Since(a.start).Seconds()),
-		"requests": map[string]any{"total": st.Requests, "rate": 0},
-		"messages": map[string]any{"total": st.Messages, "rate": 0},
-		"database": map[string]any{"poolSize": total, "idleConnections": idle, "waitingRequests": 0},
-		"memory": map[string]any{"rss": ms.Sys, "heapTotal": ms.HeapSys, "heapUsed": ms.HeapAlloc,
-			"external": 0, "arrayBuffers": 0},
-		"cpu": map[string]any{"user": 0, "system": 0},
-	})
+	var m metricsBody
+	m.Uptime = int64(time.Since(a.start).Seconds())
+	m.Requests.Total, m.Messages.Total = st.Requests, st.Messages
+	m.Database.PoolSize, m.Database.IdleConnections = total, idle
+	m.Memory.RSS, m.Memory.HeapTotal, m.Memory.HeapUsed = residentBytes(ms.Sys), ms.HeapSys, ms.HeapAlloc
+	writeJSON(w, http.StatusOK, m)
+}
+
+// residentBytes is the process's resident set size from /proc/self/statm (pages), or
+// fallback where that cannot be read.
+func residentBytes(fallback uint64) uint64 {
+	b, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return fallback
+	}
+	var size, resident uint64
+	if _, err := fmt.Sscan(string(b), &size, &resident); err != nil {
+		return fallback
+	}
+	return resident * uint64(os.Getpagesize())
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 
+	"github.com/queen-go/queen/core/admin"
 	"github.com/queen-go/queen/core/consume"
 	"github.com/queen-go/queen/core/push"
 	"github.com/queen-go/queen/core/queues"
@@ -37,10 +38,13 @@ func statusOf(err error) int {
 		ie *push.InputError
 		qe *queues.InputError
 		ce *consume.InputError
+		ae *admin.InputError
 	)
 	switch {
-	case errors.As(err, &br), errors.As(err, &ie), errors.As(err, &qe), errors.As(err, &ce):
+	case errors.As(err, &br), errors.As(err, &ie), errors.As(err, &qe), errors.As(err, &ce), errors.As(err, &ae):
 		return http.StatusBadRequest
+	case errors.Is(err, admin.ErrNotFound):
+		return http.StatusNotFound
 	case errors.As(err, &tl):
 		return http.StatusRequestEntityTooLarge
 	case errors.Is(err, ports.ErrUnavailable), errors.Is(err, ports.ErrTimeout), errors.Is(err, ports.ErrConflict):

@@ -568,3 +568,24 @@ func TestCandidatesAreBoundedAndRoundRobin(t *testing.T) {
 		}
 	})
 }
+
+func TestGroupChangedDropsRings(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFixture(t, Options{})
+		f.register("a", "g")
+		f.register("b", "g")
+		f.l.GroupChanged(notify.GroupChange{Tenant: tenant, Queue: "a", Group: "g", Partition: "p1", Kind: notify.GroupSeeked})
+		if f.l.CheckOut(popReq("a", "g")) != nil {
+			t.Fatal("a seek kept the group's ring on its queue")
+		}
+		tk := f.l.CheckOut(popReq("b", "g"))
+		if tk == nil {
+			t.Fatal("a seek on a dropped the ring on b")
+		}
+		tk.CheckIn(nil, nil)
+		f.l.GroupChanged(notify.GroupChange{Tenant: tenant, Group: "g", Kind: notify.GroupDeleted})
+		if f.l.CheckOut(popReq("b", "g")) != nil {
+			t.Fatal("a deletion on every queue kept a ring")
+		}
+	})
+}

@@ -290,6 +290,18 @@ func (l *List) DropGroupEverywhere(tenant, group string) {
 	}
 }
 
+// GroupChanged takes a consumer-group change (a deletion, a seek): the group's rings on
+// the queue it names, or on every queue of its tenant, are dropped, whatever the kind of
+// change (a seek of one partition too: the next pop rebuilds the ring with a reseed, which
+// is only a cold start).
+func (l *List) GroupChanged(c notify.GroupChange) {
+	if c.Queue == "" {
+		l.DropGroupEverywhere(c.Tenant, c.Group)
+		return
+	}
+	l.DropGroup(c.Tenant, c.Queue, c.Group)
+}
+
 // QueueChanged takes a queue-change notification: a deleted queue's state is dropped; a
 // reconfigured queue's rings are reseeded, which reads its deferral options again.
 func (l *List) QueueChanged(c notify.QueueChange) {

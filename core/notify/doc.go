@@ -3,7 +3,7 @@
 // the event, and extended by subscribing rather than by another hook in the composition
 // root.
 //
-// Two topics exist:
+// Three topics exist:
 //
 //   - Commits: a partition received data or became deliverable again. Announced once per
 //     committed push segment (fusion), per segment of a committed transaction (push),
@@ -11,7 +11,11 @@
 //     partition's next messages can be claimed). Subscribers today: the consume waker
 //     (parked long polls); planned: the hot-list's marks and the peer-hint sender.
 //   - QueueChanges: a queue was reconfigured or deleted. Subscribers drop what they
-//     cache about the queue: the push path's encryption flag, fusion's dedup watermarks.
+//     cache about the queue: the push path's encryption flag, fusion's dedup watermarks,
+//     the hot-list's state.
+//   - GroupChanges: an operator deleted a consumer group's cursors or moved them (a
+//     seek). The hot-list drops the group's rings, then the waker wakes every parked pop
+//     of the group (in that order: a woken pop must find the rings gone).
 //
 // Invariants: subscribers are added while the broker is wired, before anything is
 // announced; announcing never blocks on a subscriber beyond its own call, and

@@ -1,0 +1,227 @@
+package admin
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"github.com/queen-go/queen/ports"
+)
+
+var _ ports.TraceStore = (*Admin)(nil)
+
+// traceRow is a row of queen.message_traces (schema/011_traces.sql).
+type traceRow struct {
+	bun.BaseModel `bun:"table:queen.message_traces,alias:t"`
+
+	ID            string    `bun:"id,pk,nullzero,type:uuid"`
+	TenantID      string    `bun:"tenant_id,type:uuid"`
+	PartitionID   string    `bun:"partition_id,type:uuid"`
+	TransactionID string    `bun:"transaction_id"`
+	ConsumerGroup string    `bun:"consumer_group"`
+	EventType     string    `bun:"event_type"`
+	Names         []string  `bun:"trace_names,array"`
+	Data          string    `bun:"data"`                // the JSON text as sent: a text literal the json column parses, not re-encoded
+	CreatedAt     time.Time `bun:"created_at,nullzero"` // NULL on insert: the column default
+	ExpiresAt     time.Time `bun:"expires_at"`
+}
+
+// traceNameRow is a row of queen.message_trace_names.
+type traceNameRow struct {
+	bun.BaseModel `bun:"table:queen.message_trace_names,alias:n"`
+
+	TenantID  string    `bun:"tenant_id,type:uuid"`
+	Name      string    `bun:"trace_name"`
+	CreatedAt time.Time `bun:"created_at"`
+	TraceID   string    `bun:"trace_id,type:uuid"`
+}
+
+// traceView is a trace as read back, with its partition's names ("" once it is gone).
+type traceView struct {
+	ID            string    `bun:"id"`
+	PartitionID   string    `bun:"partition_id"`
+	TransactionID string    `bun:"transaction_id"`
+	ConsumerGroup string    `bun:"consumer_group"`
+	EventType     string    `bun:"event_type"`
+	Names         []string  `bun:"trace_names,array"`
+	Data          string    `bun:"data"`
+	CreatedAt     time.Time `bun:"created_at"`
+	Queue         *string   `bun:"queue"`
+	Partition     *string   `bun:"partition"`
+}
+
+func (v *traceView) port() ports.Trace {
+	t := ports.Trace{ID: v.ID, CreatedAt: v.CreatedAt, NewTrace: ports.NewTrace{PartitionID: v.PartitionID,
+		TransactionID: v.TransactionID, ConsumerGroup: v.ConsumerGroup, EventType: v.EventType,
+		Names: v.Names, Data: []byte(v.Data)}}
+	if t.Names == nil {
+		t.Names = []string{}
+	}
+	if v.Queue != nil {
+		t.Queue = *v.Queue
+	}
+	if v.Partition != nil {
+		t.Partition = *v.Partition
+	}
+	return t
+}
+
+// selectTraces selects live traces (alias t) with their partition's names, as traceView.
+// Expired traces the insert batches have not deleted yet are left out.
+func selectTraces(db bun.IDB) *bun.SelectQuery {
+	return db.NewSelect().
+		TableExpr("queen.message_traces AS t").
+		Join("LEFT JOIN queen.log_partitions AS lp ON lp.id = t.partition_id").
+		Join("LEFT JOIN queen.queues AS q ON q.id = lp.queue_id").
+		ColumnExpr("t.id::text AS id, t.partition_id::text AS partition_id, t.transaction_id, t.consumer_group").
+		ColumnExpr("t.event_type, t.trace_names, t.data::text AS data, t.created_at").
+		ColumnExpr("q.name AS queue, lp.name AS partition").
+		Where("t.expires_at > now()")
+}
+
+// AddTrace implements ports.TraceStore in one transaction: the partition's queue (its
+// options decide the lifetime), the trace and its name rows, then the expiry batch. The
+// batch takes the oldest expired rows through message_traces_expiry and skips rows
+// another insert's batch holds (SKIP LOCKED): concurrent inserts never wait for each
+// other. It locks only the trace rows it deletes (and their name rows, by cascade).
+func (a *Admin) AddTrace(ctx context.Context, tenant string, t ports.NewTrace, lifetime func(ports.QueueOptions) time.Duration, expire int) (ports.Trace, bool, error) {
+	var (
+		out   ports.Trace
+		found bool
+	)
+	err := a.run(ctx, "add trace", func(ctx context.Context, c bun.Conn) error {
+		return inTx(ctx, c, func(tx bun.Tx) error {
+			found = false
+			var target struct {
+				QueueName     string `bun:"queue_name"`
+				PartitionName string `bun:"partition_name"`
+				ports.QueueOptions
+			}
+			err := tx.NewSelect().
+				TableExpr("queen.log_partitions AS lp").
+				Join("JOIN queen.queues AS q ON q.id = lp.queue_id").
+				ColumnExpr("q.name AS queue_name, lp.name AS partition_name").
+				ColumnExpr(msgQueueOptionColumns).
+				Where("lp.id = ?::uuid AND q.tenant_id = ?::uuid", t.PartitionID, tenant).
+				Scan(ctx, &target)
+			if errors.Is(err, sql.ErrNoRows) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			row := traceRow{TenantID: tenant, PartitionID: t.PartitionID, TransactionID: t.TransactionID,
+				ConsumerGroup: t.ConsumerGroup, EventType: t.EventType, Names: t.Names, Data: string(t.Data)}
+			if row.Names == nil {
+				row.Names = []string{}
+			}
+			secs := lifetime(target.QueueOptions).Seconds()
+			if _, err := tx.NewInsert().Model(&row).
+				Value("expires_at", "now() + make_interval(secs => ?)", secs).
+				Returning("id, created_at").
+				Exec(ctx); err != nil {
+				return err
+			}
+			if len(t.Names) > 0 {
+				names := make([]traceNameRow, len(t.Names))
+				for i, n := range t.Names {
+					names[i] = traceNameRow{TenantID: tenant, Name: n, CreatedAt: row.CreatedAt, TraceID: row.ID}
+				}
+				if _, err := tx.NewInsert().Model(&names).Exec(ctx); err != nil {
+					return err
+				}
+			}
+			if expire > 0 {
+				expired := tx.NewSelect().
+					TableExpr("queen.message_traces").
+					Column("id").
+					Where("expires_at < now()").
+					OrderExpr("expires_at").
+					Limit(int64(expire)).
+					For("UPDATE SKIP LOCKED")
+				if _, err := tx.NewDelete().TableExpr("queen.message_traces").
+					Where("id IN (?)", expired).Exec(ctx); err != nil {
+					return err
+				}
+			}
+			out = ports.Trace{ID: row.ID, NewTrace: t, Queue: target.QueueName, Partition: target.PartitionName,
+				CreatedAt: row.CreatedAt}
+			found = true
+			return nil
+		})
+	})
+	return out, found && err == nil, err
+}
+
+// MessageTraces implements ports.TraceStore through message_traces_message.
+func (a *Admin) MessageTraces(ctx context.Context, tenant, partitionID, transactionID string, limit int) ([]ports.Trace, error) {
+	return a.readTraces(ctx, "message traces", func(db bun.IDB) *bun.SelectQuery {
+		return selectTraces(db).
+			Where("t.tenant_id = ?::uuid AND t.partition_id = ?::uuid AND t.transaction_id = ?", tenant, partitionID, transactionID).
+			OrderExpr("t.created_at, t.id").
+			Limit(int64(limit))
+	})
+}
+
+// TracesByName implements ports.TraceStore: the name rows' primary key read backwards
+// (newest first), joined to their traces.
+func (a *Admin) TracesByName(ctx context.Context, tenant, name string, limit, offset int) ([]ports.Trace, error) {
+	return a.readTraces(ctx, "traces by name", func(db bun.IDB) *bun.SelectQuery {
+		return selectTraces(db).
+			Join("JOIN queen.message_trace_names AS n ON n.trace_id = t.id").
+			Where("n.tenant_id = ?::uuid AND n.trace_name = ?", tenant, name).
+			OrderExpr("n.created_at DESC, n.trace_id DESC").
+			Limit(int64(limit)).
+			Offset(int64(offset))
+	})
+}
+
+func (a *Admin) readTraces(ctx context.Context, op string, query func(bun.IDB) *bun.SelectQuery) ([]ports.Trace, error) {
+	var rows []traceView
+	if err := a.run(ctx, op, func(ctx context.Context, c bun.Conn) error {
+		return query(c).Scan(ctx, &rows)
+	}); err != nil {
+		return nil, err
+	}
+	out := make([]ports.Trace, len(rows))
+	for i := range rows {
+		out[i] = rows[i].port()
+	}
+	return out, nil
+}
+
+// TraceNames implements ports.TraceStore: one pass over the tenant's name rows (their
+// primary key), grouped.
+func (a *Admin) TraceNames(ctx context.Context, tenant string, limit, offset int) ([]ports.TraceName, error) {
+	var rows []struct {
+		Name     string    `bun:"trace_name"`
+		Traces   int64     `bun:"traces"`
+		Messages int64     `bun:"messages"`
+		LastSeen time.Time `bun:"last_seen"`
+	}
+	err := a.run(ctx, "trace names", func(ctx context.Context, c bun.Conn) error {
+		return c.NewSelect().
+			TableExpr("queen.message_trace_names AS n").
+			Join("JOIN queen.message_traces AS t ON t.id = n.trace_id").
+			ColumnExpr("n.trace_name, count(*) AS traces").
+			ColumnExpr("count(DISTINCT (t.partition_id, t.transaction_id)) AS messages").
+			ColumnExpr("max(n.created_at) AS last_seen").
+			Where("n.tenant_id = ?::uuid AND t.expires_at > now()", tenant).
+			GroupExpr("n.trace_name").
+			OrderExpr("last_seen DESC, n.trace_name").
+			Limit(int64(limit)).
+			Offset(int64(offset)).
+			Scan(ctx, &rows)
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]ports.TraceName, len(rows))
+	for i, r := range rows {
+		out[i] = ports.TraceName{Name: r.Name, Traces: r.Traces, Messages: r.Messages, LastSeen: r.LastSeen}
+	}
+	return out, nil
+}

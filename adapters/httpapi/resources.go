@@ -1,0 +1,329 @@
+package httpapi
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/gorilla/mux"
+
+	"github.com/queen-go/queen/core/admin"
+	"github.com/queen-go/queen/ports"
+)
+
+// resTimeFormat is the admin routes' timestamp: milliseconds, UTC (api.md §1: most
+// admin answers use milliseconds).
+const resTimeFormat = "2006-01-02T15:04:05.000Z"
+
+// resourcesRoutes registers the resources routes (api.md §5.7) and the status routes
+// (§5.11's first rows, §5.12's shared state, §5.13's GET /status; status_routes.go).
+func (a *api) resourcesRoutes(r *mux.Router) {
+	r.HandleFunc("/api/v1/resources/queues", a.handleResQueues).Methods(http.MethodGet)
+	r.HandleFunc("/api/v1/resources/overview", a.handleResOverview).Methods(http.MethodGet)
+	r.HandleFunc("/api/v1/resources/namespaces", a.handleResNamespaces).Methods(http.MethodGet)
+	r.HandleFunc("/api/v1/resources/tasks", a.handleResTasks).Methods(http.MethodGet)
+	// A queue name may contain '/' (sent as %2F, matched decoded, as DELETE does): the
+	// depth route takes only a path whose last '/' was sent as a slash, so a queue named
+	// "a/depth" (".../a%2Fdepth") is a queue, not the depth of "a".
+	r.Path("/api/v1/resources/queues/{queue:.+}/depth").Methods(http.MethodGet).
+		MatcherFunc(resLiteralSuffix("/depth")).HandlerFunc(a.handleResDepth)
+	r.HandleFunc("/api/v1/resources/queues/{queue:.+}", a.handleResQueue).Methods(http.MethodGet)
+	a.statusRoutes(r)
+}
+
+// resLiteralSuffix matches requests whose path, as sent (escaped), ends in suffix.
+func resLiteralSuffix(suffix string) mux.MatcherFunc {
+	return func(r *http.Request, _ *mux.RouteMatch) bool {
+		return strings.HasSuffix(r.URL.EscapedPath(), suffix)
+	}
+}
+
+// resPage reads limit and offset (absent: the route's defaults, decided by the service).
+func resPage(q url.Values) (admin.PageQuery, error) {
+	var p admin.PageQuery
+	if q.Get("limit") != "" {
+		n, err := intParam(q, "limit", 0)
+		if err != nil {
+			return p, err
+		}
+		p.Limit = &n
+	}
+	var err error
+	p.Offset, err = intParam(q, "offset", 0)
+	return p, err
+}
+
+func resTime(t time.Time) string { return t.UTC().Format(resTimeFormat) }
+
+func resTimePtr(t *time.Time) *string {
+	if t == nil {
+		return nil
+	}
+	s := resTime(*t)
+	return &s
+}
+
+// resQueueMessages is a queue's "messages" in the listing.
+type resQueueMessages struct {
+	Total      int64 `json:"total"`
+	Pending    int64 `json:"pending"`
+	Processing int64 `json:"processing"`
+}
+
+type resSegments struct {
+	Segments int64 `json:"segments"` // an estimate (core/admin Resources)
+	Messages int64 `json:"messages"`
+}
+
+type resQueue struct {
+	ID            string           `json:"id"`
+	Name          string           `json:"name"`
+	Namespace     string           `json:"namespace"`
+	Task          string           `json:"task"`
+	CreatedAt     string           `json:"createdAt"`
+	Partitions    int64            `json:"partitions"`
+	RetainedBytes int64            `json:"retainedBytes"` // an estimate (core/admin Resources)
+	Messages      resQueueMessages `json:"messages"`
+	Segments      resSegments      `json:"segments"`
+}
+
+type resQueuesResponse struct {
+	Queues []resQueue `json:"queues"`
+}
+
+// handleResQueues is GET /api/v1/resources/queues (api.md §5.7): namespace, task, limit
+// and offset are honoured; stats is checked.
+func (a *api) handleResQueues(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	page, err := resPage(q)
+	if err != nil {
+		writeError(w, a.opts.Logger, err)
+		return
+	}
+	list, err := a.Resources.Queues(r.Context(), a.opts.Tenant, admin.QueueQuery{
+		Namespace: q.Get("namespace"), Task: q.Get("task"), Stats: q.Get("stats"), Page: page})
+	if err != nil {
+		writeError(w, a.opts.Logger, err)
+		return
+	}
+	out := resQueuesResponse{Queues: make([]resQueue, len(list.Queues))}
+	for i, s := range list.Queues {
+		out.Queues[i] = resQueue{ID: s.ID, Name: s.Name, Namespace: s.Namespace, Task: s.Task,
+			CreatedAt: resTime(s.CreatedAt), Partitions: s.Partitions, RetainedBytes: s.RetainedBytes,
+			Messages: resQueueMessages{Total: s.Messages.Total, Pending: s.Messages.Pending, Processing: s.Messages.Processing},
+			Segments: resSegments{Segments: s.Segments, Messages: s.Messages.Total}}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// resStats are the counts of a partition or a queue in a detail (api.md §5.7).
+type resStats struct {
+	Total      int64  `json:"total"`
+	Pending    int64  `json:"pending"`
+	Processing int64  `json:"processing"`
+	Completed  int64  `json:"completed"`
+	Failed     *int64 `json:"failed"` // always null: no counter of failures is kept
+	DeadLetter int64  `json:"deadLetter"`
+}
+
+func resStatsOf(s admin.MessageStats) resStats {
+	return resStats{Total: s.Total, Pending: s.Pending, Processing: s.Processing, Completed: s.Completed,
+		DeadLetter: s.DeadLetter}
+}
+
+// resOptions are the 21 options of api.md §5.6 in its order: namespace and task, then
+// the others (embedded, so encoded inline).
+type resOptions struct {
+	Namespace string `json:"namespace"`
+	Task      string `json:"task"`
+	ports.QueueOptions
+}
+
+type resPartition struct {
+	ID            string   `json:"id"`
+	Name          string   `json:"name"`
+	CreatedAt     string   `json:"createdAt"`
+	Stats         resStats `json:"stats"`
+	OldestMessage *string  `json:"oldestMessage"`
+	NewestMessage *string  `json:"newestMessage"`
+}
+
+type resQueueDetail struct {
+	ID         string         `json:"id"`
+	Name       string         `json:"name"`
+	Namespace  string         `json:"namespace"`
+	Task       string         `json:"task"`
+	CreatedAt  string         `json:"createdAt"`
+	Options    resOptions     `json:"options"`
+	Partitions []resPartition `json:"partitions"`
+	Totals     resStats       `json:"totals"`
+	Segments   resSegments    `json:"segments"`
+}
+
+// handleResQueue is GET /api/v1/resources/queues/{queue} (api.md §5.7); limit and
+// offset page the partitions (the totals cover all of them).
+func (a *api) handleResQueue(w http.ResponseWriter, r *http.Request) {
+	page, err := resPage(r.URL.Query())
+	if err != nil {
+		writeError(w, a.opts.Logger, err)
+		return
+	}
+	d, err := a.Resources.Queue(r.Context(), a.opts.Tenant, mux.Vars(r)["queue"], page)
+	if err != nil {
+		writeError(w, a.opts.Logger, err)
+		return
+	}
+	c := d.Config
+	out := resQueueDetail{ID: c.ID, Name: c.Name, Namespace: c.Namespace, Task: c.Task, CreatedAt: resTime(d.CreatedAt),
+		Options:    resOptions{Namespace: c.Namespace, Task: c.Task, QueueOptions: c.QueueOptions},
+		Partitions: make([]resPartition, len(d.Page)), Totals: resStatsOf(d.Totals),
+		Segments: resSegments{Segments: d.Segments, Messages: d.Totals.Total}}
+	for i, p := range d.Page {
+		out.Partitions[i] = resPartition{ID: p.ID, Name: p.Name, CreatedAt: resTime(p.CreatedAt),
+			Stats: resStatsOf(p.Messages), OldestMessage: resTimePtr(p.Oldest), NewestMessage: resTimePtr(p.Newest)}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+type resDepthPartition struct {
+	Partition  string `json:"partition"`
+	Pending    int64  `json:"pending"`
+	Processing int64  `json:"processing"`
+	Ready      int64  `json:"ready"`
+}
+
+type resDepth struct {
+	Queue             string              `json:"queue"`
+	Group             *string             `json:"group"` // null: every group (the worst cursor)
+	Pending           int64               `json:"pending"`
+	Processing        int64               `json:"processing"`
+	Ready             int64               `json:"ready"`
+	PartitionsPending int64               `json:"partitionsPending"`
+	PartitionsReady   int64               `json:"partitionsReady"`
+	Conflation        bool                `json:"conflation"` // no conflating groups here
+	EffectivePending  int64               `json:"effectivePending"`
+	EffectiveReady    int64               `json:"effectiveReady"`
+	Partitions        []resDepthPartition `json:"partitions"`
+}
+
+// handleResDepth is GET /api/v1/resources/queues/{queue}/depth?group= (api.md §5.7);
+// limit and offset page the partitions.
+func (a *api) handleResDepth(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	page, err := resPage(q)
+	if err != nil {
+		writeError(w, a.opts.Logger, err)
+		return
+	}
+	d, err := a.Resources.Depth(r.Context(), a.opts.Tenant, mux.Vars(r)["queue"], q.Get("group"), page)
+	if err != nil {
+		writeError(w, a.opts.Logger, err)
+		return
+	}
+	out := resDepth{Queue: d.Queue, Pending: d.Pending, Processing: d.Processing, Ready: d.Ready,
+		PartitionsPending: d.PartitionsPending, PartitionsReady: d.PartitionsReady,
+		EffectivePending: d.Pending, EffectiveReady: d.Ready, Partitions: make([]resDepthPartition, len(d.Partitions))}
+	if d.Group != "" {
+		out.Group = &d.Group
+	}
+	for i, p := range d.Partitions {
+		out.Partitions[i] = resDepthPartition{Partition: p.Partition, Pending: p.Pending, Processing: p.Processing, Ready: p.Ready}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+type resKeyMessages struct {
+	Total   int64 `json:"total"`
+	Pending int64 `json:"pending"`
+}
+
+type resNamespace struct {
+	Namespace  string         `json:"namespace"`
+	Queues     int64          `json:"queues"`
+	Partitions int64          `json:"partitions"`
+	Messages   resKeyMessages `json:"messages"`
+}
+
+type resTask struct {
+	Task       string         `json:"task"`
+	Queues     int64          `json:"queues"`
+	Partitions int64          `json:"partitions"`
+	Messages   resKeyMessages `json:"messages"`
+}
+
+func resNamespaces(ks []admin.KeyTotals) []resNamespace {
+	out := make([]resNamespace, len(ks))
+	for i, k := range ks {
+		out[i] = resNamespace{Namespace: k.Name, Queues: k.Queues, Partitions: k.Partitions,
+			Messages: resKeyMessages{Total: k.Total, Pending: k.Pending}}
+	}
+	return out
+}
+
+// handleResNamespaces is GET /api/v1/resources/namespaces (api.md §5.7).
+func (a *api) handleResNamespaces(w http.ResponseWriter, r *http.Request) {
+	page, err := resPage(r.URL.Query())
+	if err != nil {
+		writeError(w, a.opts.Logger, err)
+		return
+	}
+	ks, err := a.Resources.Namespaces(r.Context(), a.opts.Tenant, page)
+	if err != nil {
+		writeError(w, a.opts.Logger, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Namespaces []resNamespace `json:"namespaces"`
+	}{resNamespaces(ks)})
+}
+
+// handleResTasks is GET /api/v1/resources/tasks (api.md §5.7).
+func (a *api) handleResTasks(w http.ResponseWriter, r *http.Request) {
+	page, err := resPage(r.URL.Query())
+	if err != nil {
+		writeError(w, a.opts.Logger, err)
+		return
+	}
+	ks, err := a.Resources.Tasks(r.Context(), a.opts.Tenant, page)
+	if err != nil {
+		writeError(w, a.opts.Logger, err)
+		return
+	}
+	out := make([]resTask, len(ks))
+	for i, k := range ks {
+		out[i] = resTask{Task: k.Name, Queues: k.Queues, Partitions: k.Partitions,
+			Messages: resKeyMessages{Total: k.Total, Pending: k.Pending}}
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Tasks []resTask `json:"tasks"`
+	}{out})
+}
+
+// resOverview is our answer to GET /api/v1/resources/overview (Queen answers its
+// get_system_overview_v3, which api.md does not detail): the tenant's queues,
+// partitions, namespaces, tasks and named consumer groups, its message counts, and the
+// same per namespace. statsAge is 0: everything is computed at the request.
+type resOverview struct {
+	Queues         int64          `json:"queues"`
+	Partitions     int64          `json:"partitions"`
+	Namespaces     int64          `json:"namespaces"`
+	Tasks          int64          `json:"tasks"`
+	ConsumerGroups int64          `json:"consumerGroups"`
+	Messages       resStats       `json:"messages"`
+	ByNamespace    []resNamespace `json:"byNamespace"`
+	Timestamp      string         `json:"timestamp"`
+	StatsAge       int            `json:"statsAge"`
+}
+
+// handleResOverview is GET /api/v1/resources/overview.
+func (a *api) handleResOverview(w http.ResponseWriter, r *http.Request) {
+	o, err := a.Resources.Overview(r.Context(), a.opts.Tenant)
+	if err != nil {
+		writeError(w, a.opts.Logger, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, resOverview{Queues: o.Queues, Partitions: o.Partitions, Namespaces: o.Namespaces,
+		Tasks: o.Tasks, ConsumerGroups: o.ConsumerGroups, Messages: resStatsOf(o.Messages),
+		ByNamespace: resNamespaces(o.ByNamespace), Timestamp: resTime(o.At)})
+}

@@ -1,0 +1,27 @@
+package queen
+
+import (
+	"log/slog"
+
+	"github.com/queen-go/queen/adapters/admin"
+	adminapi "github.com/queen-go/queen/core/admin"
+	"github.com/queen-go/queen/core/consume"
+	"github.com/queen-go/queen/core/hotlist"
+	"github.com/queen-go/queen/core/notify"
+)
+
+// ProvideGroupChanges is the consumer-group change topic (deletions and seeks): the
+// hot-list forgets the group's rings, then the waker wakes the group's parked pops, in
+// that order, so a woken pop finds the rings gone and claims through SQL.
+func ProvideGroupChanges(hot *hotlist.List, waker *consume.Waker) *notify.GroupChanges {
+	c := notify.NewGroupChanges()
+	c.Subscribe(hot.GroupChanged)
+	c.Subscribe(waker.GroupChanged)
+	return c
+}
+
+// ProvideGroups builds the admin API's consumer-group service; it announces its cursor
+// moves.
+func ProvideGroups(a *admin.Admin, changes *notify.GroupChanges, log *slog.Logger) *adminapi.Groups {
+	return adminapi.NewGroups(a, adminapi.GroupsOptions{Changes: changes, Logger: log})
+}
