@@ -8,7 +8,7 @@ STATICCHECK := $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 QUEEN_BENCH_SECONDS ?= 10
 export QUEEN_BENCH_SECONDS
 
-.PHONY: all build lambda run test check wire-check bench bench-consume bench-ack bench-restart bench-pipeline generate vet clean
+.PHONY: all build lambda run test check wire-check bench bench-consume bench-ack bench-restart bench-pipeline bench-hotlist bench-admin generate vet clean
 
 all: build
 
@@ -69,6 +69,18 @@ bench-restart:
 # script).
 bench-pipeline: build
 	./scripts/bench-pipeline.sh
+
+# The hot-list on against off (QUEEN_HOTLIST=1 / 0), side by side: wildcard pop+ack
+# throughput, idle cost, push-to-pop latency and memory, each on brokers with fresh embedded
+# PostgreSQLs, alternating, in rounds (HOTLIST_SCENARIOS, HOTLIST_ROUNDS, ...: see the
+# script; docs/benchmarks.md). About 15 minutes on 2 cores.
+bench-hotlist: build
+	./scripts/bench-hotlist.sh
+
+# The admin API's list routes timed on a database with many queues and partitions, and
+# pushes with a dashboard polling them against pushes alone (docs/benchmarks.md).
+bench-admin:
+	$(GO) test -run '^$$' -bench 'AdminLists|PushWithAdminPoller' -benchtime 1x -timeout 30m ./bench/broker
 
 # Regenerate wire_gen.go from wire.go (commit the result).
 generate:

@@ -49,8 +49,10 @@
 //     log_queue_counts_v1: watermark arithmetic over partition and cursor rows;
 //     log_retained_span_v1: a partition's oldest and newest message times by primary-key
 //     probes; log_storage_totals_v1: size estimates from the catalogue).
+//
 //   - 010_groups.sql: log_group_positions_v1, a consumer group's cursors with their lag
 //     in offsets and in time (primary-key probes of the segments, never a scan).
+//
 //   - 011_traces.sql: message_traces and message_trace_names (trace events, expiring with
 //     their queue's retention, a batch of expired ones deleted on every insert), and the
 //     dlq_offset index of dead letters by (partition, offset).

@@ -2,7 +2,9 @@ package metrics
 
 import (
 	"context"
+	"fmt"
 	"net/http"
+	"os"
 	"runtime"
 	"time"
 
@@ -50,12 +52,8 @@ func Handler(src Sources) http.Handler {
 
 	gauge("queen_uptime_seconds", "Seconds since the broker started.", nil,
 		func() float64 { return time.Since(start).Seconds() })
-	gauge("queen_process_resident_memory_bytes", "Memory obtained from the OS by the Go runtime.", nil,
-		func() float64 {
-			var ms runtime.MemStats
-			runtime.ReadMemStats(&ms)
-			return float64(ms.Sys)
-		})
+	gauge("queen_process_resident_memory_bytes", "Resident set size of the broker process (Memory obtained from the OS by the Go runtime where /proc is missing).", nil,
+		func() float64 { return float64(residentBytes()) })
 	counter("queen_process_push_requests_total", "Push requests accepted.", nil,
 		func() float64 { return float64(src.Push().Requests) })
 	counter("queen_process_push_messages_total", "Push items accepted.", nil,
@@ -130,4 +128,18 @@ func b2f(b bool) float64 {
 		return 1
 	}
 	return 0
+}
+
+// residentBytes is the process's resident set size from /proc/self/statm (in pages), or
+// the memory the Go runtime obtained from the OS where that cannot be read.
+func residentBytes() uint64 {
+	if b, err := os.ReadFile("/proc/self/statm"); err == nil {
+		var size, resident uint64
+		if _, err := fmt.Sscan(string(b), &size, &resident); err == nil {
+			return resident * uint64(os.Getpagesize())
+		}
+	}
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.Sys
 }

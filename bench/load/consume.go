@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"sync/atomic"
 	"time"
 )
 
@@ -27,6 +28,9 @@ type ConsumeConfig struct {
 func RunConsume(ctx context.Context, cfg ConsumeConfig) (Summary, error) {
 	m := NewMeter("consume", cfg.Out, "msgs", "pops", "empty", "acks", "ackFailed", "ackRefused", "errors")
 	timeout := time.Duration(cfg.TimeoutMS)*time.Millisecond + 10*time.Second
+	// When Count is reached the other consumers still finish their pops (a long poll on
+	// the emptied queue parks up to TimeoutMS): the rate up to that instant is the figure.
+	var reachedAt, reachedMsgs atomic.Int64 // ns since the meter's start (0 = not reached), msgs then
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	err := Workers(ctx, cfg.URL, cfg.Consumers, timeout, m, cfg.Duration, func(ctx context.Context, w int, c *Client) error {
@@ -50,26 +54,39 @@ func RunConsume(ctx context.Context, cfg ConsumeConfig) (Summary, error) {
 			}
 			m.Latency(time.Since(t0))
 			m.Add("msgs", int64(len(b.Messages)))
-			if cfg.Count > 0 && m.Get("msgs") >= cfg.Count {
+			got := m.Get("msgs")
+			if !cfg.AutoAck {
+				consumeAck(c, m, b, cfg.FailRate)
+			}
+			if cfg.Count > 0 && got >= cfg.Count {
+				// The batch that reached the count is acked by now: pop+ack is the figure.
+				if reachedAt.CompareAndSwap(0, int64(time.Since(m.start))) {
+					reachedMsgs.Store(got)
+				}
 				cancel()
 			}
-			if cfg.AutoAck {
-				continue
-			}
-			var failed map[int]bool
-			if cfg.FailRate > 0 && rand.Float64() < cfg.FailRate {
-				failed = map[int]bool{rand.IntN(len(b.Messages)): true}
-				m.Add("ackFailed", 1)
-			}
-			refused, err := c.Ack(b, "", failed)
-			m.Add("acks", 1)
-			if err != nil {
-				m.Fail("ack", err)
-				continue
-			}
-			m.Add("ackRefused", int64(refused))
 		}
 		return nil
 	})
-	return m.Stop(), err
+	s := m.Stop()
+	if at := time.Duration(reachedAt.Load()); at > 0 {
+		s.Extra = map[string]any{"count_reached_s": at.Seconds(), "msgs_per_s_to_count": float64(reachedMsgs.Load()) / at.Seconds()}
+	}
+	return s, err
+}
+
+// consumeAck acknowledges b, one message failed in a fraction failRate of the batches.
+func consumeAck(c *Client, m *Meter, b *Batch, failRate float64) {
+	var failed map[int]bool
+	if failRate > 0 && rand.Float64() < failRate {
+		failed = map[int]bool{rand.IntN(len(b.Messages)): true}
+		m.Add("ackFailed", 1)
+	}
+	refused, err := c.Ack(b, "", failed)
+	m.Add("acks", 1)
+	if err != nil {
+		m.Fail("ack", err)
+		return
+	}
+	m.Add("ackRefused", int64(refused))
 }

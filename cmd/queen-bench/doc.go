@@ -6,8 +6,13 @@
 //	queen-bench latency  -url URL -rate 500 -partitions 100 -consumers 8 -duration 10s
 //	queen-bench pipeline -url URL -entities 100 -rate 500 -duration 60s -dir ./run
 //	queen-bench verify   -dir ./run
+//	queen-bench prefill  -url URL -partitions 10000 -messages 20000 -batch 1000
+//	queen-bench idle     -url URL -queue Q -consumers 50 -duration 60s -pg-pid PID -pg-url DB
+//	queen-bench rss      -url URL -partitions 100000 -sweep-wait 130s
+//	queen-bench report   -file results.jsonl
 //
 // Every mode prints a progress line each second, then a summary and one JSON line of
 // figures. pipeline and verify print the verifier's table and verdict and exit 1 on FAIL;
-// any other error exits 2. See docs/benchmarks.md.
+// report prints the hot-list on/off table of scripts/bench-hotlist.sh; any other error
+// exits 2. See docs/benchmarks.md.
 package main

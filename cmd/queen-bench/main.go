@@ -22,6 +22,10 @@ modes:
   latency   paced producer and long-poll consumers: push-to-pop latency
   pipeline  the ordered pipeline of seed 001, verified at the end
   verify    verify the logs of an earlier pipeline run (-dir)
+  prefill   fill a queue fast: N messages over P partitions, many partitions per request
+  idle      park long polls on an idle queue: SQL calls/s, broker and PostgreSQL CPU
+  rss       broker memory with many partitions seeded, then after the hot-list's sweep
+  report    the side-by-side table of a bench-hotlist run's result lines (-file)
 
 queen-bench <mode> -h lists the mode's flags.
 `

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -52,6 +53,31 @@ func TestRunExitCodes(t *testing.T) {
 		{"unreachable broker", func(*testing.T) []string {
 			return []string{"push", "-url", "http://127.0.0.1:1", "-ready-timeout", "1ms"}
 		}, 2, "not ready"},
+		{"report without file", func(*testing.T) []string { return []string{"report"} }, 2, "-file is required"},
+		{"report of a missing file", func(t *testing.T) []string {
+			return []string{"report", "-file", filepath.Join(t.TempDir(), "none.jsonl")}
+		}, 2, "no such file"},
+		{"report of a bad line", func(t *testing.T) []string {
+			f := filepath.Join(t.TempDir(), "r.jsonl")
+			if err := os.WriteFile(f, []byte("{oops\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			return []string{"report", "-file", f}
+		}, 2, "line 1"},
+		{"report", func(t *testing.T) []string {
+			f := filepath.Join(t.TempDir(), "r.jsonl")
+			line := `{"scenario":"idle","step":"idle","round":1,"hotlist":0,"summary":{"mode":"idle","extra":{"pg_cpu_s_per_min":30}}}`
+			if err := os.WriteFile(f, []byte(line+"\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			return []string{"report", "-file", f}
+		}, 0, "| idle | PostgreSQL CPU s/min | 1 | - | 30.0 | - |"},
+		{"idle refuses a pid that is no postmaster", func(*testing.T) []string {
+			return []string{"idle", "-url", "http://127.0.0.1:1", "-pg-pid", strconv.Itoa(os.Getpid())}
+		}, 2, "not a PostgreSQL postmaster"},
+		{"prefill bad batch", func(*testing.T) []string {
+			return []string{"prefill", "-url", "http://127.0.0.1:1", "-batch", "0"}
+		}, 2, "batch 0"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

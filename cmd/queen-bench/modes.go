@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"time"
 
@@ -26,15 +27,19 @@ func (m *modeFlags) load(d time.Duration) {
 	m.fs.DurationVar(&m.ready, "ready-timeout", 0, "first wait up to this long for GET /health to answer 200")
 }
 
-// summary prints a load mode's summary: its exit code is 0 unless the run failed.
+// summary prints a load mode's summary (none when the run failed before it began): its
+// exit code is 0 unless the run failed.
 func (m *modeFlags) summary(s load.Summary, err error) (int, error) {
-	s.Print(m.common.Out)
+	if s.Mode != "" {
+		s.Print(m.common.Out)
+	}
 	return 0, err
 }
 
 // modes declare each mode's flags and return the run, called once the flags are parsed.
 var modes = map[string]func(ctx context.Context, m *modeFlags) func() (int, error){
 	"push": pushMode, "consume": consumeMode, "latency": latencyMode, "pipeline": pipelineMode, "verify": verifyMode,
+	"prefill": prefillMode, "idle": idleMode, "rss": rssMode, "report": reportMode,
 }
 
 func pushMode(ctx context.Context, m *modeFlags) func() (int, error) {
@@ -138,5 +143,87 @@ func verifyMode(_ context.Context, m *modeFlags) func() (int, error) {
 		}
 		rep, err := verify.Dir(dir, verify.Options{AckErrors: ackErrors})
 		return verdict(m.common.Out, rep, err)
+	}
+}
+
+func prefillMode(ctx context.Context, m *modeFlags) func() (int, error) {
+	c := load.PrefillConfig{}
+	m.load(0)
+	m.fs.Lookup("duration").Usage = "longest run (0: until every message is stored)"
+	m.fs.StringVar(&c.Queue, "queue", "bench-prefill", "queue")
+	m.fs.IntVar(&c.Partitions, "partitions", 10000, "partitions p0..p(N-1); message j goes to p(j mod N)")
+	m.fs.Int64Var(&c.Messages, "messages", 20000, "messages in all")
+	m.fs.IntVar(&c.Batch, "batch", 1000, "messages per request (consecutive partitions: one request covers min(batch, partitions) of them)")
+	m.fs.IntVar(&c.Conns, "conns", 8, "concurrent connections")
+	m.fs.IntVar(&c.PayloadBytes, "payload", 110, "payload size, bytes")
+	return func() (int, error) {
+		c.Common = m.common
+		return m.summary(load.RunPrefill(ctx, c))
+	}
+}
+
+func idleMode(ctx context.Context, m *modeFlags) func() (int, error) {
+	c := load.IdleConfig{}
+	m.load(60 * time.Second)
+	m.fs.StringVar(&c.Queue, "queue", "bench-prefill", "queue (existing and drained: see docs/benchmarks.md)")
+	m.fs.StringVar(&c.Group, "group", "", "consumer group (empty: queue mode)")
+	m.fs.IntVar(&c.Consumers, "consumers", 50, "parked long-poll consumers")
+	m.fs.IntVar(&c.Batch, "batch", 100, "pop batch")
+	m.fs.IntVar(&c.PopParts, "pop-partitions", 1, "partitions per wildcard pop")
+	m.fs.IntVar(&c.TimeoutMS, "timeout", 30000, "long-poll timeout, ms (a consumer polls again when it ends)")
+	m.fs.DurationVar(&c.Warmup, "warmup", 10*time.Second, "parked time before the measured phase (re-check backoffs reach their cap, start-up work ends)")
+	m.fs.IntVar(&c.PGPid, "pg-pid", 0, "pid of the postmaster of the broker's PostgreSQL on this machine: its CPU (and its children's) from /proc")
+	m.fs.StringVar(&c.PGURL, "pg-url", "", "the broker's database URL: SQL calls from pg_stat_database (xact_commit + xact_rollback) too")
+	m.fs.IntVar(&c.BrokerPid, "broker-pid", 0, "pid of the broker on this machine: its CPU from /proc when it does not export process_cpu_seconds_total, and per-second progress")
+	return func() (int, error) {
+		c.Common = m.common
+		return m.summary(load.RunIdle(ctx, c))
+	}
+}
+
+func rssMode(ctx context.Context, m *modeFlags) func() (int, error) {
+	c := load.RSSConfig{}
+	m.load(5 * time.Minute)
+	m.fs.Lookup("duration").Usage = "longest drain (consuming every group's messages)"
+	m.fs.StringVar(&c.Queue, "queue", "bench-rss", "queue (a new one: the tool pushes one message per partition)")
+	m.fs.IntVar(&c.Partitions, "partitions", 100000, "partitions, one message each")
+	m.fs.IntVar(&c.Groups, "groups", 1, "consumer groups (one hot-list ring each)")
+	m.fs.IntVar(&c.Conns, "conns", 8, "seeding connections")
+	m.fs.IntVar(&c.PushBatch, "push-batch", 1000, "seeding messages per request")
+	m.fs.IntVar(&c.Consumers, "consumers", 8, "draining consumers, spread over the groups")
+	m.fs.IntVar(&c.Batch, "batch", 1000, "draining pop batch")
+	m.fs.IntVar(&c.PopParts, "pop-partitions", 1000, "draining partitions per pop")
+	m.fs.DurationVar(&c.Settle, "settle", 60*time.Second, "longest wait for the hot-list's reseeds to read every partition")
+	m.fs.DurationVar(&c.SweepWait, "sweep-wait", 130*time.Second, "wait after the drain before the last reading: more than two QUEEN_HOTLIST_IDLE_SWEEP_MS")
+	m.fs.BoolVar(&c.Flush, "flush", true, "after the drain, whenever the hot-list shows partitions ready, pop without waiting until it has none (stale entries keep a ring from being swept)")
+	m.fs.DurationVar(&c.GCWait, "gc-wait", 130*time.Second, "then wait up to this long for the broker's next garbage collection, and read again (0: do not); an idle Go program collects at least every 2 minutes")
+	m.fs.IntVar(&c.BrokerPid, "broker-pid", 0, "pid of the broker on this machine: its RSS from /proc when it does not export process_resident_memory_bytes")
+	return func() (int, error) {
+		c.Common = m.common
+		return m.summary(load.RunRSS(ctx, c))
+	}
+}
+
+func reportMode(_ context.Context, m *modeFlags) func() (int, error) {
+	var file string
+	m.fs.StringVar(&file, "file", "", "result lines of a side-by-side run ({scenario, step, round, hotlist, summary} per line; - = stdin)")
+	return func() (int, error) {
+		if file == "" {
+			return 2, errors.New("-file is required")
+		}
+		in := io.Reader(os.Stdin)
+		if file != "-" {
+			f, err := os.Open(file)
+			if err != nil {
+				return 2, err
+			}
+			defer f.Close()
+			in = f
+		}
+		res, err := load.ReadResults(in)
+		if err != nil {
+			return 2, err
+		}
+		return 0, load.Report(m.common.Out, res)
 	}
 }

@@ -99,7 +99,11 @@
 // partitions come back too (they are pending; their claim will say leased). It runs for
 // every ring every Reseed (5 s), whether the ring is busy or not, at a fixed random phase
 // within the ring's first 15 s so rings registered together do not reseed together; and
-// when a pop finds the ring cold (at most once per ReseedGap, 1 s). It also learns the
+// when a pop finds the ring cold (at most once per ReseedGap, 1 s, doubling up to the
+// floor's period while those reseeds find nothing, so parked pops on an idle queue do not
+// reseed it every second). The floor waits at least 20 times the ring's last reseed's
+// duration, so a huge queue's reseeds take a bounded share of the database. It also
+// learns the
 // queue's deferral options.
 //
 // # Memory
@@ -109,7 +113,10 @@
 // whole state when three conditions hold at once: nothing touched it since the last sweep
 // (a second-chance flag every access sets), nothing holds it (a reference count every
 // operation takes, checked under the map's write lock), and every slot of every ring is
-// idle. Eviction is never a correctness event: the next pop rebuilds the ring. Deleting a
+// idle. Eviction is never a correctness event: the next pop rebuilds the ring. Because
+// entries can stay ready with nobody left to clear them (the consumers went away, or a
+// reseed listed partitions a drain emptied meanwhile), a queue nothing touched for three
+// sweep periods is dropped whatever its entries. Deleting a
 // consumer group drops its rings (DropGroup, DropGroupEverywhere: one tenant only); a
 // deleted queue's state is dropped.
 //

@@ -589,3 +589,23 @@ func TestGroupChangedDropsRings(t *testing.T) {
 		}
 	})
 }
+
+// Entries nobody will clear (the consumers went away) do not pin a queue's state: after
+// three untouched sweep periods it is dropped whatever its entries.
+func TestIdleSweepDropsStaleQueues(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFixture(t, Options{IdleSweep: time.Minute})
+		f.register("gone", "g")
+		f.push("gone", 1, 1) // ready, and nobody pops any more
+		time.Sleep(3*time.Minute + time.Second)
+		synctest.Wait()
+		if st := f.l.Stats(); st.Queues != 1 {
+			t.Fatalf("%d queues after 3 sweeps (touched by the push first), want the queue kept", st.Queues)
+		}
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		if st := f.l.Stats(); st.Queues != 0 {
+			t.Fatalf("%d queues: a queue untouched for three sweeps kept its state", st.Queues)
+		}
+	})
+}

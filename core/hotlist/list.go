@@ -32,7 +32,7 @@ type Options struct {
 	// [200].
 	ReseedPage, ReseedPages int
 	// ReseedGap is the least time between two reseeds of a ring that pops ask for when
-	// they find it cold [1 s].
+	// they find it cold [1 s]; it doubles, up to Reseed, while such reseeds find nothing.
 	ReseedGap time.Duration
 	// IdleSweep is the period of the sweep that drops unused queues' state
 	// (QUEEN_HOTLIST_IDLE_SWEEP_MS, 60 s by default there); 0 disables it.
@@ -158,6 +158,9 @@ type queue struct {
 
 	touched atomic.Bool  // second chance: every access sets it, each sweep clears it
 	refs    atomic.Int32 // operations holding the queue (a swept queue has none)
+	// untouched counts the consecutive sweeps that found the queue untouched (sweep
+	// goroutine only).
+	untouched int
 
 	wakeMu  sync.Mutex
 	wakes   map[string]struct{} // partitions marked quietly since the last wake tick
@@ -181,7 +184,14 @@ type ring struct {
 	reseedMu   sync.Mutex
 	nextFloor  time.Time // when the periodic floor reseeds this ring next
 	lastReseed time.Time
-	requested  bool // a reseed is queued (reseedq) and not yet run
+	// coldGap is the least time between two reseeds pops ask for: ReseedGap after a
+	// reseed that found work, doubling (up to the floor's period) after each that found
+	// none, so parked pops on an idle queue do not reseed it every second.
+	coldGap time.Duration
+	// lastCost is how long the last reseed took: the floor waits at least
+	// floorCostFactor times that, so reseeding a huge queue costs a bounded share of time.
+	lastCost  time.Duration
+	requested bool // a reseed is queued (reseedq) and not yet run
 }
 
 // acquire returns the state of key (creating it with create), holding a reference the

@@ -104,8 +104,13 @@ func (l *List) housekeep(ctx context.Context) {
 	}
 }
 
+// staleSweeps is how many sweep periods a queue nobody touches keeps its state when some
+// of its entries are not idle.
+const staleSweeps = 3
+
 // sweep drops the state of every queue that nothing touched for a whole sweep period,
-// that no operation holds, and whose rings are all idle. Evicting is never a correctness
+// that no operation holds, and whose rings are all idle (or that nothing touched for
+// staleSweeps periods, whatever its entries). Evicting is never a correctness
 // event: the ring is a cache, and the next pop rebuilds it.
 func (l *List) sweep() {
 	l.mu.RLock()
@@ -115,7 +120,16 @@ func (l *List) sweep() {
 	}
 	l.mu.RUnlock()
 	for _, q := range qs {
-		if q.touched.Swap(false) || !q.idle() {
+		if q.touched.Swap(false) {
+			q.untouched = 0
+			continue
+		}
+		q.untouched++
+		// Entries stay ready when their consumers went away (or a reseed listed
+		// partitions a drain emptied meanwhile): nothing would ever clear them. A queue
+		// nobody touched for staleSweeps periods goes anyway: it is a cache, and the next
+		// pop rebuilds it through SQL.
+		if !q.idle() && q.untouched < staleSweeps {
 			continue
 		}
 		l.mu.Lock()

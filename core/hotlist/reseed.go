@@ -9,7 +9,7 @@ import (
 // configure, and when a pop finds it cold (gap: at most one such reseed per ReseedGap).
 func (l *List) requestReseed(r *ring, gap bool) {
 	r.reseedMu.Lock()
-	if r.requested || (gap && time.Since(r.lastReseed) < l.opts.ReseedGap) {
+	if r.requested || (gap && time.Since(r.lastReseed) < max(r.coldGap, l.opts.ReseedGap)) {
 		r.reseedMu.Unlock()
 		return
 	}
@@ -62,7 +62,7 @@ func (l *List) dueRings(now time.Time) []*ring {
 		for _, r := range q.ringList() {
 			r.reseedMu.Lock()
 			if !now.Before(r.nextFloor) {
-				r.nextFloor = now.Add(l.opts.Reseed)
+				r.nextFloor = now.Add(max(l.opts.Reseed, floorCostFactor*r.lastCost))
 				due = append(due, r)
 			}
 			r.reseedMu.Unlock()
@@ -70,6 +70,12 @@ func (l *List) dueRings(now time.Time) []*ring {
 	}
 	return due
 }
+
+// floorCostFactor bounds the floor's cost: a ring is reseeded at most every
+// floorCostFactor times its last reseed's duration (a reseed of a queue of 100,000
+// partitions takes about a second: the floor then spends at most 5% of a database core
+// on it instead of 20% at a 5 s period).
+const floorCostFactor = 20
 
 // reseed walks the ring's probably-pending partitions in keyset pages and marks each
 // (a local discovery: nothing is broadcast), learning names, ids and the queue's
@@ -115,6 +121,14 @@ func (l *List) reseed(ctx context.Context, r *ring) {
 		after = p.Partitions[len(p.Partitions)-1].ID
 	}
 	r.seeded.Store(true)
+	r.reseedMu.Lock()
+	r.lastCost = time.Since(started)
+	if rows == 0 {
+		r.coldGap = min(2*max(r.coldGap, l.opts.ReseedGap), max(l.opts.Reseed, l.opts.ReseedGap))
+	} else {
+		r.coldGap = l.opts.ReseedGap
+	}
+	r.reseedMu.Unlock()
 	l.stats.reseeds.Add(1)
 	l.stats.reseedRows.Add(uint64(rows))
 	l.trace.log(q.name, "reseed", "group", r.group, "rows", rows, "took", time.Since(started))
