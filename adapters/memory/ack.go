@@ -201,6 +201,7 @@ func (s *Store) planGroup(items []ports.AckItem, valid []int, offs map[int]int64
 		}
 	}
 	next := *c
+	next.lastConsumed = now
 	u := ackUpdate{c: c}
 	release := false
 	if sigIdx < 0 {
@@ -242,8 +243,7 @@ func (s *Store) applyAck(updates []ackUpdate) {
 	for _, u := range updates {
 		*u.c = u.next
 		if u.dead != nil {
-			s.ids++
-			u.dead.ID = fmt.Sprintf("00000000-0000-4000-9000-%012d", s.ids)
+			u.dead.ID = s.newID(idDeadLetter)
 			s.dead = append(s.dead, *u.dead)
 		}
 	}

@@ -37,6 +37,9 @@ type consumer struct {
 	retry     int       // explicit failures charged to the current batch
 	start     int64     // first offset of the last delivery (-1 = none yet)
 	attempt   int       // deliveries of a span starting at start
+	// lastConsumed is the latest pop or ack (zero: none yet), created when the row was
+	// made (a first contact or a seek).
+	lastConsumed, created time.Time
 }
 
 // live reports whether the lease holds at now.
@@ -48,15 +51,22 @@ func (c *consumer) live(now time.Time) bool {
 // from the oldest message, after the segments created before from (timestamp), or after
 // the segments committed up to seq (new). New cuts at the commit order rather than at a
 // time, so a test clock that does not move still separates the backlog from what comes
-// after the subscription.
+// after the subscription; its from is the instant of the first contact, as SQL records
+// it (the admin reads show it).
 type subscription struct {
-	mode string // ports.SubscribeAll, SubscribeNew or SubscribeTimestamp
-	from time.Time
-	seq  uint64
+	mode    string // ports.SubscribeAll, SubscribeNew or SubscribeTimestamp
+	from    time.Time
+	seq     uint64
+	created time.Time
 }
 
-// seed is the cursor a group with this subscription starts at on partition p.
+// seed is the cursor a group with this subscription starts at on partition p: never
+// below the retained window (log_start - 1).
 func (sub subscription) seed(p *partition) int64 {
+	return max(sub.seedOffset(p), p.logStart-1)
+}
+
+func (sub subscription) seedOffset(p *partition) int64 {
 	if sub.mode == ports.SubscribeAll {
 		return -1
 	}
@@ -78,16 +88,16 @@ func consumerKey(partitionID, group string) string { return partitionID + "\x1f"
 
 // subscribe returns the group's subscription to q, recording it at first contact (an
 // unknown mode means all, as in log_group_from_v1). Callers hold s.mu.
-func (s *Store) subscribe(q *queue, group, mode string, from time.Time) subscription {
+func (s *Store) subscribe(q *queue, group, mode string, from, now time.Time) subscription {
 	if sub, ok := q.groups[group]; ok {
 		return sub
 	}
-	sub := subscription{mode: ports.SubscribeAll}
+	sub := subscription{mode: ports.SubscribeAll, created: now}
 	switch mode {
 	case ports.SubscribeNew:
-		sub = subscription{mode: mode, seq: s.seq}
+		sub = subscription{mode: mode, from: now, seq: s.seq, created: now}
 	case ports.SubscribeTimestamp:
-		sub = subscription{mode: mode, from: from}
+		sub = subscription{mode: mode, from: from, created: now}
 	}
 	q.groups[group] = sub
 	return sub
@@ -191,7 +201,7 @@ func (s *Store) popTargets(req ports.PopRequest, qs []*queue) (out []popTarget, 
 		}
 	case req.Candidates == nil:
 		for _, p := range s.byID {
-			if p.last >= 0 && in(p) {
+			if p.last >= p.logStart && in(p) {
 				out = append(out, popTarget{p: p, idx: -1})
 			}
 		}
@@ -220,7 +230,7 @@ func (s *Store) Pop(_ context.Context, req ports.PopRequest) ([]ports.Claim, []p
 	subs := make(map[*queue]subscription, len(qs))
 	if req.Group != ports.QueueModeGroup {
 		for _, q := range qs {
-			subs[q] = s.subscribe(q, req.Group, req.SubscribeMode, req.SubscribeFrom)
+			subs[q] = s.subscribe(q, req.Group, req.SubscribeMode, req.SubscribeFrom, now)
 		}
 	}
 	left, maxParts := max(req.Batch, 1), max(req.Partitions, 1)
@@ -250,7 +260,7 @@ func (s *Store) claim(p *partition, req ports.PopRequest, subs map[*queue]subscr
 	switch {
 	case p == nil:
 		return ports.Verdict{Kind: ports.VerdictGone}, nil
-	case p.last < 0:
+	case p.last < p.logStart: // nothing retained
 		return ports.Verdict{Kind: ports.VerdictEmpty}, nil
 	}
 	// The order of log_pop_v2's decisions: what the cursor shows without a lock
@@ -263,7 +273,7 @@ func (s *Store) claim(p *partition, req ports.PopRequest, subs map[*queue]subscr
 		if c.live(now) {
 			return ports.Verdict{Kind: ports.VerdictLeased, LeaseExpires: c.expires}, nil
 		}
-		if c.committed >= p.last {
+		if max(c.committed, p.logStart-1) >= p.last {
 			return empty, nil
 		}
 	}
@@ -280,17 +290,19 @@ func (s *Store) claim(p *partition, req ports.PopRequest, subs map[*queue]subscr
 		return ports.Verdict{Kind: ports.VerdictBusy}, nil
 	}
 	if c == nil {
-		seed := int64(-1)
+		seed := p.logStart - 1
 		if req.Group != ports.QueueModeGroup {
 			seed = subs[p.q].seed(p)
 		}
-		c = &consumer{committed: seed, batchEnd: seed, start: -1}
+		c = &consumer{committed: seed, batchEnd: seed, start: -1, created: now}
 		s.consumers[key] = c
 		if c.committed >= p.last {
 			return empty, nil
 		}
 	}
-	end := min(c.committed+int64(left), p.last)
+	// Offsets retention removed are past for every cursor.
+	committed := max(c.committed, p.logStart-1)
+	end := min(committed+int64(left), p.last)
 	// delayedProcessing: only segments at least D seconds old are visible.
 	if d := time.Duration(opts.DelayedProcessing) * time.Second; d > 0 {
 		vis := int64(-1)
@@ -303,11 +315,11 @@ func (s *Store) claim(p *partition, req ports.PopRequest, subs map[*queue]subscr
 			if sg.BaseOffset <= end && !sg.CreatedAt.After(now.Add(-d)) {
 				vis, found = sg.BaseOffset+int64(sg.Count)-1, true
 			}
-			if sg.BaseOffset <= c.committed+1 {
+			if sg.BaseOffset <= committed+1 {
 				next = &p.segs[i]
 			}
 		}
-		if !found || vis <= c.committed {
+		if !found || vis <= committed {
 			if next != nil {
 				empty.NotBefore = next.CreatedAt.Add(d)
 			}
@@ -315,14 +327,15 @@ func (s *Store) claim(p *partition, req ports.PopRequest, subs map[*queue]subscr
 		}
 		end = min(end, vis)
 	}
-	start := c.committed + 1
+	start := committed + 1
 	attempt := 1
 	if c.start == start {
 		attempt = c.attempt + 1
 	}
 	cl := ports.Claim{Queue: p.q.name, Partition: p.name, PartitionID: p.id, Start: start, End: end, Attempt: attempt}
+	c.lastConsumed = now
 	if req.AutoAck {
-		*c = consumer{committed: end, batchEnd: end, start: start, attempt: attempt}
+		*c = consumer{committed: end, batchEnd: end, start: start, attempt: attempt, lastConsumed: now, created: c.created}
 	} else {
 		lease := time.Duration(req.LeaseSeconds) * time.Second
 		switch {
@@ -333,7 +346,7 @@ func (s *Store) claim(p *partition, req ports.PopRequest, subs map[*queue]subscr
 			lease = unconfiguredLease
 		}
 		cl.LeaseExpires = now.Add(lease)
-		c.batchEnd, c.leaseID, c.expires = end, strings.ToLower(req.LeaseID), cl.LeaseExpires
+		c.committed, c.batchEnd, c.leaseID, c.expires = committed, end, strings.ToLower(req.LeaseID), cl.LeaseExpires
 		c.start, c.attempt = start, attempt
 	}
 	cl.Segments = p.covering(start, end)

@@ -41,7 +41,7 @@ func (s *Store) Pending(_ context.Context, tenant, queue, group, after string, l
 		WindowBuffer:      time.Duration(q.opts.WindowBuffer) * time.Second}
 	var found []*partition
 	for _, p := range s.byID {
-		if p.q != q || p.last < 0 || p.id <= after {
+		if p.q != q || p.last < p.logStart || p.id <= after {
 			continue
 		}
 		if c := s.consumers[consumerKey(p.id, group)]; c != nil && c.committed >= p.last {

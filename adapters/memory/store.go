@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -27,6 +28,13 @@ type Store struct {
 	// segments; returning an error fails the whole bundle (nothing is stored). Tests use
 	// it to block, count or fail bundles.
 	BeforePush func(segs []ports.Segment) error
+	// AdminFault, when set, runs at the start of every call of the admin ports the store
+	// implements (ResourceStore, GroupStore, MessageStore, TraceStore) with the method's
+	// name ("ListQueues", "SeekGroup", ...), and once more in MoveDeadLetter, after the
+	// move succeeded and before the row is deleted, with "MoveDeadLetter/remove". An error
+	// fails the call at that point, with nothing further changed. Tests use it to fail,
+	// count or block calls.
+	AdminFault func(op string) error
 
 	mu         sync.Mutex
 	windows    map[string]time.Duration // tenant\x1fqueue -> dedup window
@@ -37,14 +45,18 @@ type Store struct {
 	consumers  map[string]*consumer // partition id\x1fgroup
 	held       map[string]int       // partition id\x1fgroup -> HoldCursor holds not released
 	dead       []ports.DeadLetter   // dead letters in the order they were written
+	traces     []*trace             // trace events, every tenant's, in the order recorded
+	moving     map[string]*rowLock  // dead-letter rows a MoveDeadLetter claims, by id
 	bundles    int
-	ids        int    // partitions and dead letters ever created: ids are never reused
+	ids        int    // queues, partitions, dead letters, traces ever created: ids are never reused
 	seq        uint64 // segments ever committed: the commit order "new" subscriptions cut at
 }
 
 // queue is a queue row: created by the first push, pop or configuration naming it.
 type queue struct {
 	key        string // tenant\x1fqueue
+	id         string
+	created    time.Time
 	tenant     string
 	name       string
 	namespace  string
@@ -55,13 +67,18 @@ type queue struct {
 }
 
 type partition struct {
-	id        string
-	name      string
-	queueKey  string // tenant\x1fqueue
-	q         *queue
-	last      int64
-	lastWrite time.Time // commit time of the last push (the wildcard scan reads newest first)
-	segs      []stored
+	id       string
+	name     string
+	queueKey string // tenant\x1fqueue
+	q        *queue
+	created  time.Time
+	last     int64
+	// logStart and txnsStart are the retention watermarks (Trim): the first offset still
+	// retained, and the first whose transaction-id hash is. Readers honour them; the
+	// segments below stay stored, as in SQL until retention deletes them.
+	logStart, txnsStart int64
+	lastWrite           time.Time // commit time of the last push (the wildcard scan reads newest first)
+	segs                []stored
 }
 
 type stored struct {
@@ -82,8 +99,25 @@ func NewStore() *Store {
 		byID:       make(map[string]*partition),
 		consumers:  make(map[string]*consumer),
 		held:       make(map[string]int),
+		moving:     make(map[string]*rowLock),
 	}
 }
+
+// newID returns a fresh id shaped like a UUID, kind telling queues, partitions, dead
+// letters and traces apart; later ids of a kind compare greater as strings. Callers hold
+// s.mu.
+func (s *Store) newID(kind string) string {
+	s.ids++
+	return fmt.Sprintf("00000000-0000-4000-%s-%012d", kind, s.ids)
+}
+
+// The kinds of newID.
+const (
+	idPartition  = "8000"
+	idDeadLetter = "9000"
+	idQueue      = "a000"
+	idTrace      = "b000"
+)
 
 // defaultOptions are the options of a queue created by a push or a pop, before any
 // configure: the column defaults of queen.queues, which core/queues states once.
@@ -97,7 +131,8 @@ func (s *Store) queueOf(tenant, name string, j *journal) *queue {
 	if q := s.queues[key]; q != nil {
 		return q
 	}
-	q := &queue{key: key, tenant: tenant, name: name, opts: defaultOptions(), groups: make(map[string]subscription)}
+	q := &queue{key: key, id: s.newID(idQueue), created: s.Now(), tenant: tenant, name: name, opts: defaultOptions(),
+		groups: make(map[string]subscription)}
 	if parts := strings.Split(name, "."); len(parts) > 1 {
 		q.namespace, q.task = parts[0], parts[1]
 	}
@@ -121,8 +156,8 @@ func (s *Store) SetQueueConfig(tenant string, cfg ports.QueueConfig) {
 	s.encrypted[q.key] = cfg.EncryptionEnabled
 }
 
-// QueueConfig returns a queue's configuration (with the dedup window and encryption
-// flag SetWindow and SetEncryption may have changed since); ok is false when no push,
+// QueueConfig returns a queue's configuration with its id (and the dedup window and
+// encryption flag SetWindow and SetEncryption may have changed since); ok is false when no push,
 // pop or configuration created it.
 func (s *Store) QueueConfig(tenant, name string) (cfg ports.QueueConfig, ok bool) {
 	s.mu.Lock()
@@ -131,10 +166,16 @@ func (s *Store) QueueConfig(tenant, name string) (cfg ports.QueueConfig, ok bool
 	if q == nil {
 		return ports.QueueConfig{}, false
 	}
-	cfg = ports.QueueConfig{Name: q.name, Namespace: q.namespace, Task: q.task, QueueOptions: q.opts}
+	return s.configOf(q), true
+}
+
+// configOf is the queue's row as the admin reads see it: its id, names and options, the
+// dedup window and encryption flag included. Callers hold s.mu.
+func (s *Store) configOf(q *queue) ports.QueueConfig {
+	cfg := ports.QueueConfig{ID: q.id, Name: q.name, Namespace: q.namespace, Task: q.task, QueueOptions: q.opts}
 	cfg.DedupWindowSeconds = int(s.window(q.key) / time.Second)
 	cfg.EncryptionEnabled = s.encrypted[q.key]
-	return cfg, true
+	return cfg
 }
 
 // window is the queue's dedup window (DefaultWindow unless SetWindow or SetQueueConfig
@@ -229,9 +270,7 @@ func (s *Store) partitionOf(tenant, queue, name string, j *journal) *partition {
 	p := s.partitions[key]
 	if p == nil {
 		q := s.queueOf(tenant, queue, j)
-		s.ids++
-		p = &partition{id: fmt.Sprintf("00000000-0000-4000-8000-%012d", s.ids), name: name, last: -1,
-			queueKey: q.key, q: q}
+		p = &partition{id: s.newID(idPartition), name: name, last: -1, queueKey: q.key, q: q, created: s.Now()}
 		s.partitions[key] = p
 		s.byID[p.id] = p
 		if j != nil {
@@ -255,6 +294,8 @@ func (s *Store) pushOne(sg ports.Segment, now time.Time, j *journal) ports.Segme
 		if verified > p.last {
 			verified = -1 // not this partition's history (see log_push_one_v2)
 		}
+		// Hashes below the sidecar's watermark are no longer retained: they match nothing.
+		verified = max(verified, p.txnsStart-1)
 		if dups := p.probe(sg.Hashes, now.Add(-w), verified); len(dups) > 0 {
 			return ports.SegmentResult{Status: ports.SegmentDuplicate, PartitionID: p.id, Dups: dups}
 		}
@@ -340,6 +381,50 @@ func (s *Store) Age(partitionID string, d time.Duration) {
 		}
 		p.lastWrite = p.lastWrite.Add(-d)
 	}
+}
+
+// Trim advances the partition's retention watermarks as retention does: offsets below
+// logStart are no longer retained (log_start), transaction-id hashes below txnsStart
+// no longer match (txns_start). Watermarks never move back; the segments stay stored
+// (readers honour the watermarks), as they do in SQL until retention deletes them.
+func (s *Store) Trim(partitionID string, logStart, txnsStart int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p := s.byID[partitionID]; p != nil {
+		p.logStart, p.txnsStart = max(p.logStart, logStart), max(p.txnsStart, txnsStart)
+	}
+}
+
+// DeleteQueue deletes the tenant's queue as ports.QueueAdmin's DeleteQueue does: its
+// partitions with their segments and cursors, its subscriptions and dead letters, its
+// dedup window and encryption flag. Traces stay (they expire on their own, and read
+// without a queue and partition name). It reports whether the queue existed.
+func (s *Store) DeleteQueue(tenant, queue string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	key := tenant + "\x1f" + queue
+	q := s.queues[key]
+	if q == nil {
+		return false
+	}
+	gone := make(map[string]bool)
+	for k, p := range s.partitions {
+		if p.q == q {
+			gone[p.id] = true
+			delete(s.partitions, k)
+			delete(s.byID, p.id)
+		}
+	}
+	for k := range s.consumers {
+		if pid, _, _ := strings.Cut(k, "\x1f"); gone[pid] {
+			delete(s.consumers, k)
+		}
+	}
+	s.dead = slices.DeleteFunc(s.dead, func(d ports.DeadLetter) bool { return gone[d.PartitionID] })
+	delete(s.queues, key)
+	delete(s.windows, key)
+	delete(s.encrypted, key)
+	return true
 }
 
 // RecentHashes implements ports.SegmentStore.

@@ -3,7 +3,9 @@ package admin
 import (
 	"context"
 	"errors"
+	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -12,72 +14,17 @@ import (
 	"github.com/queen-go/queen/ports"
 )
 
-// fakeGroupStore is an in-memory ports.GroupStore: it answers what the test put in it
-// and records what it was asked.
-type fakeGroupStore struct {
-	asOf      time.Time
-	summaries []ports.GroupSummary
-	positions []ports.GroupPosition
-	deletion  ports.GroupDeletion
-	seek      ports.GroupSeekResult
-	updated   int
-	err       error
+// The Groups tests run the service over the in-memory GroupStore (adapters/memory) on a
+// clock the test moves: positions, lags and leases come from pushes, pops and acks.
 
-	// What the service asked for.
-	page          ports.GroupPage
-	minLag        time.Duration
-	limit         int
-	group, queue  string
-	subscriptions bool
-	from          time.Time
-	seekReq       ports.GroupSeek
-	calls         int
-}
-
-var _ ports.GroupStore = (*fakeGroupStore)(nil)
-
-func (f *fakeGroupStore) GroupSummaries(_ context.Context, _ string, page ports.GroupPage) (time.Time, []ports.GroupSummary, error) {
-	f.calls++
-	f.page = page
-	return f.asOf, f.summaries, f.err
-}
-
-func (f *fakeGroupStore) GroupPositions(_ context.Context, _, group string, page ports.GroupPage) (time.Time, []ports.GroupPosition, error) {
-	f.calls++
-	f.group, f.page = group, page
-	return f.asOf, f.positions, f.err
-}
-
-func (f *fakeGroupStore) LaggingPositions(_ context.Context, _ string, minLag time.Duration, limit int) (time.Time, []ports.GroupPosition, error) {
-	f.calls++
-	f.minLag, f.limit = minLag, limit
-	return f.asOf, f.positions, f.err
-}
-
-func (f *fakeGroupStore) DeleteGroup(_ context.Context, _, group, queue string, subscriptions bool) (ports.GroupDeletion, error) {
-	f.calls++
-	f.group, f.queue, f.subscriptions = group, queue, subscriptions
-	return f.deletion, f.err
-}
-
-func (f *fakeGroupStore) SetGroupSubscription(_ context.Context, _, group string, from time.Time) (int, error) {
-	f.calls++
-	f.group, f.from = group, from
-	return f.updated, f.err
-}
-
-func (f *fakeGroupStore) SeekGroup(_ context.Context, _ string, s ports.GroupSeek) (ports.GroupSeekResult, error) {
-	f.calls++
-	f.seekReq = s
-	return f.seek, f.err
-}
+var groupsT = time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
 
 // newTestGroups returns the service over store, with every announced change recorded.
-func newTestGroups(store *fakeGroupStore) (*Groups, *[]notify.GroupChange) {
+func newTestGroups(store ports.GroupStore) (*Groups, *[]notify.GroupChange) {
 	changes := notify.NewGroupChanges()
 	var got []notify.GroupChange
 	changes.Subscribe(func(c notify.GroupChange) { got = append(got, c) })
-	return NewGroups(store, GroupsOptions{Changes: changes}), &got
+	return NewGroups(store, GroupsOptions{Changes: changes, Logger: resQuietLogger()}), &got
 }
 
 func groupsPtr[T any](v T) *T { return &v }
@@ -93,45 +40,55 @@ func wantGroupsInputError(t *testing.T, err error, param, msg string) {
 
 func TestGroupsListStates(t *testing.T) {
 	t.Parallel()
-	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
-	ago := func(d time.Duration) *time.Time { return groupsPtr(now.Add(-d)) }
+	ago := func(d time.Duration) time.Time { return groupsT.Add(-d) }
 	tests := []struct {
-		name       string
-		s          ports.GroupSummary
+		name string
+		// lag is the age of g's one unconsumed message (nil: nothing to read); active the
+		// age of its last pop; leased: that pop leased the unconsumed message.
+		lag        *time.Duration
+		active     time.Duration
+		leased     bool
 		wantState  GroupHealth
 		wantMaxLag time.Duration
 	}{
-		{"nothing to read, long idle: stable", ports.GroupSummary{LastActivity: ago(48 * time.Hour)}, GroupStable, 0},
-		{"nothing to read, never active: stable", ports.GroupSummary{}, GroupStable, 0},
-		{"fresh lag: stable", ports.GroupSummary{TotalLag: 5, OldestUnconsumedAt: ago(10 * time.Second),
-			LastActivity: ago(time.Second)}, GroupStable, 10 * time.Second},
-		{"lag of exactly 300 s: stable", ports.GroupSummary{TotalLag: 5, OldestUnconsumedAt: ago(300 * time.Second),
-			LastActivity: ago(time.Second)}, GroupStable, 300 * time.Second},
-		{"lag over 300 s, consuming: lagging", ports.GroupSummary{TotalLag: 5, OldestUnconsumedAt: ago(301 * time.Second),
-			LastActivity: ago(time.Second)}, GroupLagging, 301 * time.Second},
-		{"lag, idle an hour, no lease: dead", ports.GroupSummary{TotalLag: 1, OldestUnconsumedAt: ago(time.Minute),
-			LastActivity: ago(time.Hour)}, GroupDead, time.Minute},
-		{"lag, never active: dead", ports.GroupSummary{TotalLag: 1, OldestUnconsumedAt: ago(2 * time.Hour)}, GroupDead, 2 * time.Hour},
-		{"lag, idle an hour but a live lease: lagging", ports.GroupSummary{TotalLag: 1, OldestUnconsumedAt: ago(2 * time.Hour),
-			LastActivity: ago(time.Hour), LiveLeases: 1}, GroupLagging, 2 * time.Hour},
-		{"lag, idle just under an hour: lagging", ports.GroupSummary{TotalLag: 1, OldestUnconsumedAt: ago(2 * time.Hour),
-			LastActivity: ago(time.Hour - time.Second)}, GroupLagging, 2 * time.Hour},
-		{"oldest message in the future (clock skew): no time lag", ports.GroupSummary{TotalLag: 1,
-			OldestUnconsumedAt: groupsPtr(now.Add(time.Second)), LastActivity: ago(time.Second)}, GroupStable, 0},
+		{"nothing to read, long idle: stable", nil, 48 * time.Hour, false, GroupStable, 0},
+		{"fresh lag: stable", groupsPtr(10 * time.Second), time.Second, false, GroupStable, 10 * time.Second},
+		{"lag of exactly 300 s: stable", groupsPtr(300 * time.Second), time.Second, false, GroupStable, 300 * time.Second},
+		{"lag over 300 s, consuming: lagging", groupsPtr(301 * time.Second), time.Second, false, GroupLagging, 301 * time.Second},
+		{"lag, idle an hour, no lease: dead", groupsPtr(time.Minute), time.Hour, false, GroupDead, time.Minute},
+		{"lag, idle an hour but a live lease: lagging", groupsPtr(2 * time.Hour), time.Hour, true, GroupLagging, 2 * time.Hour},
+		{"lag, idle just under an hour: lagging", groupsPtr(2 * time.Hour), time.Hour - time.Second, false, GroupLagging, 2 * time.Hour},
+		{"oldest message in the future (clock skew): no time lag", groupsPtr(-time.Second), time.Second, false, GroupStable, 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			s := tc.s
-			s.Group, s.Queue, s.Cursors, s.PartitionsWithLag = "g", "q", 3, 2
-			s.Subscription = &ports.GroupSubscription{Mode: ports.SubscribeAll, CreatedAt: now}
-			g, _ := newTestGroups(&fakeGroupStore{asOf: now, summaries: []ports.GroupSummary{s}})
-			got, err := g.List(context.Background(), ports.DefaultTenant, GroupPageQuery{})
+			// g's first contact with q is its pop of "act" (which it consumes whole); the
+			// message to read, if any, is in p.
+			w := newMemWorld(t, ago(tc.active+time.Minute))
+			w.pushTxns("t", "q", "act", "a0")
+			if tc.lag != nil {
+				w.at(ago(*tc.lag)).pushTxns("t", "q", "p", "m0")
+			}
+			w.at(ago(tc.active))
+			w.pop("t", "q", "act", "g", 1, true)
+			cursors, lag := 1, int64(0)
+			if tc.lag != nil {
+				lag = 1
+			}
+			if tc.leased {
+				w.pop("t", "q", "p", "g", 1, false)
+				cursors++
+			}
+			w.at(groupsT)
+			g, _ := newTestGroups(w.s)
+			got, err := g.List(context.Background(), "t", GroupPageQuery{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := GroupSummary{Name: "g", Queue: "q", Members: 3, PartitionCursors: 3, PartitionsWithLag: 2,
-				TotalLag: s.TotalLag, MaxTimeLag: tc.wantMaxLag, State: tc.wantState, Subscription: s.Subscription}
+			want := GroupSummary{Name: "g", Queue: "q", Members: cursors, PartitionCursors: cursors, PartitionsWithLag: int(lag),
+				TotalLag: lag, MaxTimeLag: tc.wantMaxLag, State: tc.wantState,
+				Subscription: &ports.GroupSubscription{Mode: ports.SubscribeAll, CreatedAt: ago(tc.active)}}
 			if len(got) != 1 || !reflect.DeepEqual(got[0], want) {
 				t.Fatalf("List = %+v\nwant %+v", got, want)
 			}
@@ -139,46 +96,87 @@ func TestGroupsListStates(t *testing.T) {
 	}
 }
 
+// A summary without any sign of activity (the port allows it) is Dead when there is
+// something to read, Stable otherwise.
+func TestGroupsStateWithoutActivity(t *testing.T) {
+	t.Parallel()
+	g, _ := newTestGroups(nil)
+	old := groupsT.Add(-2 * time.Hour)
+	if s := g.state(ports.GroupSummary{TotalLag: 1, OldestUnconsumedAt: &old}, groupsT, 2*time.Hour); s != GroupDead {
+		t.Errorf("lag, never active: %s, want Dead", s)
+	}
+	if s := g.state(ports.GroupSummary{}, groupsT, 0); s != GroupStable {
+		t.Errorf("nothing to read, never active: %s, want Stable", s)
+	}
+}
+
 func TestGroupsPaging(t *testing.T) {
 	t.Parallel()
+	// Queue q: partitions p00..p24 of one message each; groups g00..g24 subscribed to it
+	// without a cursor: 25 (group, queue) pairs, and 25 positions of each group.
+	w := newMemWorld(t, groupsT)
+	var groups, parts []string
+	for i := range 25 {
+		p := fmt.Sprintf("p%02d", i)
+		w.pushTxns("t", "q", p, "m0")
+		parts = append(parts, p)
+	}
+	for i := range 25 {
+		g := fmt.Sprintf("g%02d", i)
+		w.subscribe("t", "q", g)
+		groups = append(groups, g)
+	}
 	tests := []struct {
 		name       string
 		q          GroupPageQuery
-		want       ports.GroupPage
-		wantParam  string // "" = accepted
+		from, to   int // the page of the 25 rows
+		wantParam  string
 		wantSubstr string
 	}{
-		{"defaults", GroupPageQuery{}, ports.GroupPage{Limit: 1000}, "", ""},
-		{"given", GroupPageQuery{Limit: groupsPtr(10), Offset: groupsPtr(20)}, ports.GroupPage{Limit: 10, Offset: 20}, "", ""},
-		{"limit 0", GroupPageQuery{Limit: groupsPtr(0)}, ports.GroupPage{}, "", ""},
-		{"the maximum", GroupPageQuery{Limit: groupsPtr(1000)}, ports.GroupPage{Limit: 1000}, "", ""},
-		{"over the maximum", GroupPageQuery{Limit: groupsPtr(1001)}, ports.GroupPage{}, "limit", "between 0 and 1000"},
-		{"negative limit", GroupPageQuery{Limit: groupsPtr(-1)}, ports.GroupPage{}, "limit", "got -1"},
-		{"negative offset", GroupPageQuery{Offset: groupsPtr(-5)}, ports.GroupPage{}, "offset", "got -5"},
+		{"defaults", GroupPageQuery{}, 0, 25, "", ""},
+		{"given", GroupPageQuery{Limit: groupsPtr(10), Offset: groupsPtr(20)}, 20, 25, "", ""},
+		{"limit 0", GroupPageQuery{Limit: groupsPtr(0)}, 0, 0, "", ""},
+		{"the maximum", GroupPageQuery{Limit: groupsPtr(1000)}, 0, 25, "", ""},
+		{"over the maximum", GroupPageQuery{Limit: groupsPtr(1001)}, 0, 0, "limit", "between 0 and 1000"},
+		{"negative limit", GroupPageQuery{Limit: groupsPtr(-1)}, 0, 0, "limit", "got -1"},
+		{"negative offset", GroupPageQuery{Offset: groupsPtr(-5)}, 0, 0, "offset", "got -5"},
 	}
+	g, _ := newTestGroups(w.s)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			for _, call := range []struct {
-				name string
-				run  func(*Groups) error
-			}{
-				{"List", func(g *Groups) error { _, err := g.List(context.Background(), "t", tc.q); return err }},
-				{"Describe", func(g *Groups) error { _, err := g.Describe(context.Background(), "t", "g", tc.q); return err }},
-			} {
-				store := &fakeGroupStore{}
-				g, _ := newTestGroups(store)
-				err := call.run(g)
-				if tc.wantParam != "" {
-					wantGroupsInputError(t, err, tc.wantParam, tc.wantSubstr)
-					if store.calls != 0 {
-						t.Fatalf("%s: the store was asked despite the bad page", call.name)
-					}
-					continue
+			before := w.count()
+			list, err := g.List(context.Background(), "t", tc.q)
+			if tc.wantParam != "" {
+				wantGroupsInputError(t, err, tc.wantParam, tc.wantSubstr)
+				_, err = g.Describe(context.Background(), "t", "g00", tc.q)
+				wantGroupsInputError(t, err, tc.wantParam, tc.wantSubstr)
+				if n := w.count() - before; n != 0 {
+					t.Fatalf("the store was asked %d times despite the bad page", n)
 				}
-				if err != nil || store.page != tc.want {
-					t.Fatalf("%s: page %+v (%v), want %+v", call.name, store.page, err, tc.want)
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			for _, s := range list {
+				names = append(names, s.Name)
+			}
+			if !slices.Equal(names, groups[tc.from:tc.to]) {
+				t.Fatalf("List: %v, want %v", names, groups[tc.from:tc.to])
+			}
+			desc, err := g.Describe(context.Background(), "t", "g00", tc.q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, q := range desc {
+				for _, p := range q.Partitions {
+					got = append(got, p.Partition)
 				}
+			}
+			if !slices.Equal(got, parts[tc.from:tc.to]) {
+				t.Fatalf("Describe: %v, want %v", got, parts[tc.from:tc.to])
 			}
 		})
 	}
@@ -186,38 +184,43 @@ func TestGroupsPaging(t *testing.T) {
 
 func TestGroupsDescribe(t *testing.T) {
 	t.Parallel()
-	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	now := groupsT
+	w := newMemWorld(t, now.Add(-2*time.Hour))
+	// a/p1: m0..m9, all consumed a minute ago. a/p2: m0..m4 two hours old, consumed an
+	// hour ago; m5..m14 90 s old, leased just now. b/p1: three messages an hour old, g
+	// subscribed to b but never popped it.
+	id1 := w.pushTxns("t", "a", "p1", "m0", "m1", "m2", "m3", "m4", "m5", "m6", "m7", "m8", "m9")
+	id2 := w.pushTxns("t", "a", "p2", "m0", "m1", "m2", "m3", "m4")
+	w.at(now.Add(-90*time.Second)).pushTxns("t", "a", "p2", "m5", "m6", "m7", "m8", "m9", "m10", "m11", "m12", "m13", "m14")
+	id3 := w.at(now.Add(-time.Hour)).pushTxns("t", "b", "p1", "m0", "m1", "m2")
+	w.pop("t", "a", "p2", "g", 5, true)
+	w.subscribe("t", "b", "g")
 	consumed := now.Add(-time.Minute)
-	store := &fakeGroupStore{asOf: now, positions: []ports.GroupPosition{
-		{Group: "g", Queue: "a", Partition: "p1", PartitionID: "id1", Cursor: true, Committed: 9, LastOffset: 9,
-			LastConsumedAt: &consumed},
-		{Group: "g", Queue: "a", Partition: "p2", PartitionID: "id2", Cursor: true, Committed: 4, LastOffset: 14, Lag: 10,
-			OldestUnconsumedAt: groupsPtr(now.Add(-90 * time.Second)), LeaseID: "L", LeaseExpiresAt: groupsPtr(now.Add(time.Minute))},
-		{Group: "g", Queue: "b", Partition: "p1", PartitionID: "id3", Committed: -1, LastOffset: 2, Lag: 3,
-			OldestUnconsumedAt: groupsPtr(now.Add(-time.Hour))},
-	}}
-	g, changes := newTestGroups(store)
+	w.at(consumed).pop("t", "a", "p1", "g", 10, true)
+	lease, _ := w.at(now).pop("t", "a", "p2", "g", 10, false)
+
+	g, changes := newTestGroups(w.s)
 	got, err := g.Describe(context.Background(), "t", "g", GroupPageQuery{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := []GroupQueue{
 		{Queue: "a", Partitions: []GroupPartition{
-			{Partition: "p1", PartitionID: "id1", LastConsumedAt: &consumed, TotalConsumed: 10},
-			{Partition: "p2", PartitionID: "id2", WorkerID: "L", TotalConsumed: 5, OffsetLag: 10, TimeLag: 90 * time.Second,
-				LeaseActive: true},
+			{Partition: "p1", PartitionID: id1, LastConsumedAt: &consumed, TotalConsumed: 10},
+			{Partition: "p2", PartitionID: id2, WorkerID: lease, LastConsumedAt: &now, TotalConsumed: 5, OffsetLag: 10,
+				TimeLag: 90 * time.Second, LeaseActive: true},
 		}},
 		// No cursor yet: nothing consumed there, its whole backlog is lag.
-		{Queue: "b", Partitions: []GroupPartition{{Partition: "p1", PartitionID: "id3", OffsetLag: 3, TimeLag: time.Hour}}},
+		{Queue: "b", Partitions: []GroupPartition{{Partition: "p1", PartitionID: id3, OffsetLag: 3, TimeLag: time.Hour}}},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("Describe =\n%+v\nwant\n%+v", got, want)
 	}
-	if store.group != "g" || len(*changes) != 0 {
-		t.Fatalf("asked for %q, announced %v", store.group, *changes)
+	if len(*changes) != 0 {
+		t.Fatalf("a read announced %v", *changes)
 	}
 	// An unknown group is described by nothing, not an error.
-	empty, err := NewGroups(&fakeGroupStore{asOf: now}, GroupsOptions{}).Describe(context.Background(), "t", "nobody", GroupPageQuery{})
+	empty, err := g.Describe(context.Background(), "t", "nobody", GroupPageQuery{})
 	if err != nil || len(empty) != 0 {
 		t.Fatalf("unknown group: %+v, %v", empty, err)
 	}
@@ -225,43 +228,79 @@ func TestGroupsDescribe(t *testing.T) {
 
 func TestGroupsLagging(t *testing.T) {
 	t.Parallel()
-	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
-	oldest := now.Add(-2 * time.Hour)
+	now := groupsT
+	w := newMemWorld(t, now.Add(-2*time.Hour))
+	// p: a message two hours old that g leased ten minutes ago; p2: one 30 minutes old g
+	// has not popped.
+	pid := w.pushTxns("t", "q", "p", "m0")
+	pid2 := w.at(now.Add(-30*time.Minute)).pushTxns("t", "q", "p2", "m0")
+	popped := now.Add(-10 * time.Minute)
+	lease, _ := w.at(popped).pop("t", "q", "p", "g", 1, false)
+	w.at(now)
+	p := LaggingPartition{Group: "g", Queue: "q", Partition: "p", PartitionID: pid, WorkerID: lease, OffsetLag: 1,
+		TimeLag: 2 * time.Hour, OldestUnconsumedAt: now.Add(-2 * time.Hour), LastConsumedAt: &popped}
+	p2 := LaggingPartition{Group: "g", Queue: "q", Partition: "p2", PartitionID: pid2, OffsetLag: 1,
+		TimeLag: 30 * time.Minute, OldestUnconsumedAt: now.Add(-30 * time.Minute)}
 	tests := []struct {
-		name       string
-		q          LaggingQuery
-		wantMinLag time.Duration
-		wantLimit  int
-		wantParam  string
+		name      string
+		q         LaggingQuery
+		want      []LaggingPartition
+		wantParam string
 	}{
-		{"defaults: an hour, the maximum page", LaggingQuery{}, time.Hour, 1000, ""},
-		{"given", LaggingQuery{MinLagSeconds: groupsPtr(60), Limit: groupsPtr(5)}, time.Minute, 5, ""},
-		{"zero: every lagging partition", LaggingQuery{MinLagSeconds: groupsPtr(0)}, 0, 1000, ""},
-		{"negative", LaggingQuery{MinLagSeconds: groupsPtr(-1)}, 0, 0, "minLagSeconds"},
-		{"beyond a duration", LaggingQuery{MinLagSeconds: groupsPtr(maxLagSeconds + 1)}, 0, 0, "minLagSeconds"},
-		{"limit over the maximum", LaggingQuery{Limit: groupsPtr(5000)}, 0, 0, "limit"},
+		{"defaults: an hour, the maximum page", LaggingQuery{}, []LaggingPartition{p}, ""},
+		{"given", LaggingQuery{MinLagSeconds: groupsPtr(60), Limit: groupsPtr(5)}, []LaggingPartition{p, p2}, ""},
+		{"zero: every lagging partition", LaggingQuery{MinLagSeconds: groupsPtr(0)}, []LaggingPartition{p, p2}, ""},
+		{"a page of one: the oldest", LaggingQuery{MinLagSeconds: groupsPtr(0), Limit: groupsPtr(1)}, []LaggingPartition{p}, ""},
+		{"negative", LaggingQuery{MinLagSeconds: groupsPtr(-1)}, nil, "minLagSeconds"},
+		{"beyond a duration", LaggingQuery{MinLagSeconds: groupsPtr(maxLagSeconds + 1)}, nil, "minLagSeconds"},
+		{"limit over the maximum", LaggingQuery{Limit: groupsPtr(5000)}, nil, "limit"},
 	}
+	g, _ := newTestGroups(w.s)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			store := &fakeGroupStore{asOf: now, positions: []ports.GroupPosition{{Group: "g", Queue: "q", Partition: "p",
-				PartitionID: "id", Lag: 7, OldestUnconsumedAt: &oldest, LeaseID: "L"}}}
-			g, _ := newTestGroups(store)
 			got, err := g.Lagging(context.Background(), "t", tc.q)
 			if tc.wantParam != "" {
 				wantGroupsInputError(t, err, tc.wantParam, "")
 				return
 			}
-			if err != nil || store.minLag != tc.wantMinLag || store.limit != tc.wantLimit {
-				t.Fatalf("asked minLag %v limit %d (%v), want %v %d", store.minLag, store.limit, err, tc.wantMinLag, tc.wantLimit)
-			}
-			want := []LaggingPartition{{Group: "g", Queue: "q", Partition: "p", PartitionID: "id", WorkerID: "L",
-				OffsetLag: 7, TimeLag: 2 * time.Hour, OldestUnconsumedAt: oldest}}
-			if !reflect.DeepEqual(got, want) {
-				t.Fatalf("Lagging = %+v, want %+v", got, want)
+			if err != nil || !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("Lagging = %+v, %v\nwant %+v", got, err, tc.want)
 			}
 		})
 	}
+}
+
+// groupsDeleteWorld: queues q (partitions a, b) and r (c, d) of one message each; g
+// leases all four, keep leases a.
+func groupsDeleteWorld(t *testing.T) *memWorld {
+	t.Helper()
+	w := newMemWorld(t, groupsT)
+	for _, p := range []struct{ q, p string }{{"q", "a"}, {"q", "b"}, {"r", "c"}, {"r", "d"}} {
+		w.pushTxns("t", p.q, p.p, "m0")
+		w.pop("t", p.q, p.p, "g", 1, false)
+	}
+	w.pop("t", "q", "a", "keep", 1, false)
+	return w
+}
+
+// groupsLeft renders what the store lists of group: queue:cursors[+subscription].
+func groupsLeft(t *testing.T, w *memWorld, group string) []string {
+	t.Helper()
+	_, sums, err := w.s.GroupSummaries(context.Background(), "t", ports.GroupPage{Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, s := range sums {
+		if s.Group == group {
+			k := fmt.Sprintf("%s:%d", s.Queue, s.Cursors)
+			if s.Subscription != nil {
+				k += "+sub"
+			}
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 func TestGroupsDelete(t *testing.T) {
@@ -271,44 +310,53 @@ func TestGroupsDelete(t *testing.T) {
 		name         string
 		queue        string // "" = Delete, else DeleteOnQueue
 		group        string
-		store        fakeGroupStore
+		metadata     bool
+		fail         error // the store's failure
 		want         GroupDeleted
 		wantErr      string // "" = none
 		wantNotFound bool
 		wantChange   *notify.GroupChange
+		left         []string // groupsLeft of g afterwards
+		storeCalls   int      // -1: not checked
 	}{
-		{"every queue", "", "g", fakeGroupStore{deletion: ports.GroupDeletion{QueueFound: true, Cursors: 4, Subscriptions: 2}},
-			GroupDeleted{Group: "g", DeletedPartitions: 4, MetadataDeleted: true}, "", false,
-			&notify.GroupChange{Tenant: "t", Group: "g", Kind: notify.GroupDeleted}},
-		{"nothing to delete still answers and announces", "", "nobody", fakeGroupStore{deletion: ports.GroupDeletion{QueueFound: true}},
-			GroupDeleted{Group: "nobody", MetadataDeleted: true}, "", false,
-			&notify.GroupChange{Tenant: "t", Group: "nobody", Kind: notify.GroupDeleted}},
-		{"one queue", "q", "g", fakeGroupStore{deletion: ports.GroupDeletion{QueueFound: true, Cursors: 2}},
-			GroupDeleted{Group: "g", Queue: "q", DeletedPartitions: 2, MetadataDeleted: true}, "", false,
-			&notify.GroupChange{Tenant: "t", Queue: "q", Group: "g", Kind: notify.GroupDeleted}},
-		{"unknown queue", "q", "g", fakeGroupStore{deletion: ports.GroupDeletion{}}, GroupDeleted{}, "Queue not found", true, nil},
-		{"store failure", "", "g", fakeGroupStore{err: storeErr}, GroupDeleted{}, "database gone", false, nil},
-		{"empty group name", "", "", fakeGroupStore{}, GroupDeleted{}, "must not be empty", false, nil},
-		{"bad queue name", "bad\x01", "g", fakeGroupStore{}, GroupDeleted{}, "control character", false, nil},
+		{"every queue", "", "g", true, nil, GroupDeleted{Group: "g", DeletedPartitions: 4, MetadataDeleted: true}, "", false,
+			&notify.GroupChange{Tenant: "t", Group: "g", Kind: notify.GroupDeleted}, nil, 1},
+		{"subscriptions kept", "", "g", false, nil, GroupDeleted{Group: "g", DeletedPartitions: 4}, "", false,
+			&notify.GroupChange{Tenant: "t", Group: "g", Kind: notify.GroupDeleted}, []string{"q:0+sub", "r:0+sub"}, 1},
+		{"nothing to delete still answers and announces", "", "nobody", true, nil, GroupDeleted{Group: "nobody", MetadataDeleted: true}, "", false,
+			&notify.GroupChange{Tenant: "t", Group: "nobody", Kind: notify.GroupDeleted}, []string{"q:2+sub", "r:2+sub"}, 1},
+		{"one queue", "q", "g", true, nil, GroupDeleted{Group: "g", Queue: "q", DeletedPartitions: 2, MetadataDeleted: true}, "", false,
+			&notify.GroupChange{Tenant: "t", Queue: "q", Group: "g", Kind: notify.GroupDeleted}, []string{"r:2+sub"}, 1},
+		{"unknown queue", "nope", "g", true, nil, GroupDeleted{}, "Queue not found", true, nil, []string{"q:2+sub", "r:2+sub"}, 1},
+		{"store failure", "", "g", true, storeErr, GroupDeleted{}, "database gone", false, nil, []string{"q:2+sub", "r:2+sub"}, -1},
+		{"empty group name", "", "", true, nil, GroupDeleted{}, "must not be empty", false, nil, []string{"q:2+sub", "r:2+sub"}, 0},
+		{"bad queue name", "bad\x01", "g", true, nil, GroupDeleted{}, "control character", false, nil, []string{"q:2+sub", "r:2+sub"}, 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			store := tc.store
-			g, changes := newTestGroups(&store)
+			w := groupsDeleteWorld(t)
+			if tc.fail != nil {
+				w.fail("DeleteGroup", tc.fail)
+			}
+			g, changes := newTestGroups(w.s)
+			before := w.count()
 			var got GroupDeleted
 			var err error
 			if tc.queue == "" {
-				got, err = g.Delete(context.Background(), "t", tc.group, true)
+				got, err = g.Delete(context.Background(), "t", tc.group, tc.metadata)
 			} else {
-				got, err = g.DeleteOnQueue(context.Background(), "t", tc.group, tc.queue, true)
+				got, err = g.DeleteOnQueue(context.Background(), "t", tc.group, tc.queue, tc.metadata)
 			}
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || errors.Is(err, ErrNotFound) != tc.wantNotFound {
 					t.Fatalf("error %v, want %q (not found: %v)", err, tc.wantErr, tc.wantNotFound)
 				}
-			} else if err != nil || got != tc.want || store.group != tc.group || store.queue != tc.queue || !store.subscriptions {
-				t.Fatalf("= %+v, %v (store asked %q %q %v); want %+v", got, err, store.group, store.queue, store.subscriptions, tc.want)
+			} else if err != nil || got != tc.want {
+				t.Fatalf("= %+v, %v; want %+v", got, err, tc.want)
+			}
+			if n := w.count() - before; tc.storeCalls >= 0 && n != tc.storeCalls {
+				t.Fatalf("%d store calls, want %d", n, tc.storeCalls)
 			}
 			var want []notify.GroupChange
 			if tc.wantChange != nil {
@@ -317,80 +365,103 @@ func TestGroupsDelete(t *testing.T) {
 			if !reflect.DeepEqual(*changes, want) {
 				t.Fatalf("announced %+v, want %+v", *changes, want)
 			}
+			w.s.AdminFault = nil
+			if left := groupsLeft(t, w, "g"); !slices.Equal(left, tc.left) {
+				t.Fatalf("left of g: %q, want %q", left, tc.left)
+			}
+			if left := groupsLeft(t, w, "keep"); !slices.Equal(left, []string{"q:1+sub"}) {
+				t.Fatalf("another group was touched: %q", left)
+			}
 		})
-	}
-	// deleteMetadata=false reaches the store and the answer.
-	store := &fakeGroupStore{deletion: ports.GroupDeletion{QueueFound: true}}
-	g, _ := newTestGroups(store)
-	if got, err := g.Delete(context.Background(), "t", "g", false); err != nil || got.MetadataDeleted || store.subscriptions {
-		t.Fatalf("deleteMetadata=false: %+v, %v, store asked %v", got, err, store.subscriptions)
 	}
 }
 
 func TestGroupsUpdateSubscription(t *testing.T) {
 	t.Parallel()
-	at := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
-	store := &fakeGroupStore{updated: 3}
-	g, changes := newTestGroups(store)
+	at := groupsT.Add(-time.Hour)
+	w := newMemWorld(t, groupsT)
+	for _, q := range []string{"q1", "q2", "q3"} {
+		w.subscribe("t", q, "g")
+	}
+	w.subscribe("t", "q1", "keep")
+	g, changes := newTestGroups(w.s)
 	got, err := g.UpdateSubscription(context.Background(), "t", "g", &at)
-	if err != nil || got != (SubscriptionUpdated{Group: "g", Timestamp: at, Updated: 3}) || !store.from.Equal(at) {
-		t.Fatalf("= %+v, %v; store got %v", got, err, store.from)
+	if err != nil || got != (SubscriptionUpdated{Group: "g", Timestamp: at, Updated: 3}) {
+		t.Fatalf("= %+v, %v", got, err)
+	}
+	_, sums, err := w.s.GroupSummaries(context.Background(), "t", ports.GroupPage{Limit: 100})
+	if err != nil || len(sums) != 4 {
+		t.Fatalf("summaries %+v, %v", sums, err)
+	}
+	for _, s := range sums {
+		sub := s.Subscription
+		switch {
+		case s.Group == "g" && (sub.Mode != ports.SubscribeTimestamp || sub.From == nil || !sub.From.Equal(at)):
+			t.Errorf("g on %s: %+v, want from %v", s.Queue, sub, at)
+		case s.Group == "keep" && sub.Mode != ports.SubscribeAll:
+			t.Errorf("keep's subscription changed: %+v", sub)
+		}
 	}
 	if len(*changes) != 0 {
 		t.Fatalf("a subscription update moves no cursor, yet announced %+v", *changes)
 	}
-	store.calls = 0
+	before := w.count()
 	_, err = g.UpdateSubscription(context.Background(), "t", "g", nil)
 	wantGroupsInputError(t, err, "subscriptionTimestamp", "required")
-	if store.calls != 0 {
+	if w.count() != before {
 		t.Fatal("the store was asked without a timestamp")
 	}
 }
 
 func TestGroupsSeek(t *testing.T) {
 	t.Parallel()
-	at := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
-	found := ports.GroupSeekResult{QueueFound: true, PartitionFound: true, Partitions: 3}
+	at := groupsT.Add(-90 * time.Minute)
 	tests := []struct {
 		name         string
+		queue        string
 		partition    string
 		to           SeekTarget
-		store        fakeGroupStore
-		wantReq      ports.GroupSeek
+		updated      int
+		committed    map[string]int64 // g's cursors afterwards (partition -> committed), when it succeeds
 		wantErr      string
 		wantParam    string // an input error on it
 		wantNotFound bool
+		storeCalls   int
 	}{
-		{"to end", "", SeekTarget{ToEnd: true}, fakeGroupStore{seek: found},
-			ports.GroupSeek{Group: "g", Queue: "q", ToEnd: true}, "", "", false},
-		{"to a timestamp", "", SeekTarget{Timestamp: &at}, fakeGroupStore{seek: found},
-			ports.GroupSeek{Group: "g", Queue: "q", Timestamp: at}, "", "", false},
-		{"one partition", "p", SeekTarget{ToEnd: true}, fakeGroupStore{seek: found},
-			ports.GroupSeek{Group: "g", Queue: "q", Partition: "p", ToEnd: true}, "", "", false},
-		{"neither", "", SeekTarget{}, fakeGroupStore{}, ports.GroupSeek{}, "Must specify toEnd=true or a timestamp", "toEnd", false},
-		{"both", "", SeekTarget{ToEnd: true, Timestamp: &at}, fakeGroupStore{}, ports.GroupSeek{}, "exclusive", "timestamp", false},
-		{"unknown queue", "", SeekTarget{ToEnd: true}, fakeGroupStore{}, ports.GroupSeek{Group: "g", Queue: "q", ToEnd: true},
-			"Queue not found", "", true},
-		{"unknown partition", "p", SeekTarget{ToEnd: true}, fakeGroupStore{seek: ports.GroupSeekResult{QueueFound: true}},
-			ports.GroupSeek{Group: "g", Queue: "q", Partition: "p", ToEnd: true}, "Partition not found", "", true},
-		{"a partition of an unknown queue", "p", SeekTarget{ToEnd: true}, fakeGroupStore{},
-			ports.GroupSeek{Group: "g", Queue: "q", Partition: "p", ToEnd: true}, "Partition not found", "", true},
-		{"bad partition name", "\x7f", SeekTarget{ToEnd: true}, fakeGroupStore{}, ports.GroupSeek{}, "control", "partition", false},
+		{"to end", "q", "", SeekTarget{ToEnd: true}, 3, map[string]int64{"a": 2, "b": 2, "c": 2}, "", "", false, 1},
+		// m0 and m1 were committed before the timestamp, m2 after: replay from m2.
+		{"to a timestamp", "q", "", SeekTarget{Timestamp: &at}, 3, map[string]int64{"a": 1, "b": 1, "c": 1}, "", "", false, 1},
+		{"one partition", "q", "b", SeekTarget{ToEnd: true}, 1, map[string]int64{"a": -1, "b": 2}, "", "", false, 1},
+		{"neither", "q", "", SeekTarget{}, 0, nil, "Must specify toEnd=true or a timestamp", "toEnd", false, 0},
+		{"both", "q", "", SeekTarget{ToEnd: true, Timestamp: &at}, 0, nil, "exclusive", "timestamp", false, 0},
+		{"unknown queue", "nope", "", SeekTarget{ToEnd: true}, 0, nil, "Queue not found", "", true, 1},
+		{"unknown partition", "q", "nope", SeekTarget{ToEnd: true}, 0, nil, "Partition not found", "", true, 1},
+		{"a partition of an unknown queue", "nope", "b", SeekTarget{ToEnd: true}, 0, nil, "Partition not found", "", true, 1},
+		{"bad partition name", "q", "\x7f", SeekTarget{ToEnd: true}, 0, nil, "control", "partition", false, 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			store := tc.store
-			g, changes := newTestGroups(&store)
+			// q/a, q/b, q/c: m0 three hours ago, m1 two, m2 one; g leases m0 of a.
+			w := newMemWorld(t, groupsT)
+			for i := range 3 {
+				w.at(groupsT.Add(-time.Duration(3-i) * time.Hour))
+				for _, p := range []string{"a", "b", "c"} {
+					w.pushTxns("t", "q", p, fmt.Sprint("m", i))
+				}
+			}
+			w.at(groupsT).pop("t", "q", "a", "g", 1, false)
+			g, changes := newTestGroups(w.s)
+			before := w.count()
 			var got SeekOutcome
 			var err error
 			if tc.partition == "" {
-				got, err = g.Seek(context.Background(), "t", "g", "q", tc.to)
+				got, err = g.Seek(context.Background(), "t", "g", tc.queue, tc.to)
 			} else {
-				got, err = g.SeekPartition(context.Background(), "t", "g", "q", tc.partition, tc.to)
+				got, err = g.SeekPartition(context.Background(), "t", "g", tc.queue, tc.partition, tc.to)
 			}
-			if store.seekReq != tc.wantReq {
-				t.Fatalf("store asked %+v, want %+v", store.seekReq, tc.wantReq)
+			if n := w.count() - before; n != tc.storeCalls {
+				t.Fatalf("%d store calls, want %d", n, tc.storeCalls)
 			}
 			switch {
 			case tc.wantParam != "":
@@ -400,13 +471,29 @@ func TestGroupsSeek(t *testing.T) {
 					t.Fatalf("error %v, want %q", err, tc.wantErr)
 				}
 			default:
-				want := SeekOutcome{Group: "g", Queue: "q", Partition: tc.partition, Target: tc.to, PartitionsUpdated: 3}
+				want := SeekOutcome{Group: "g", Queue: tc.queue, Partition: tc.partition, Target: tc.to, PartitionsUpdated: tc.updated}
 				if err != nil || !reflect.DeepEqual(got, want) {
 					t.Fatalf("= %+v, %v; want %+v", got, err, want)
 				}
-				wantChange := []notify.GroupChange{{Tenant: "t", Queue: "q", Group: "g", Partition: tc.partition, Kind: notify.GroupSeeked}}
+				wantChange := []notify.GroupChange{{Tenant: "t", Queue: tc.queue, Group: "g", Partition: tc.partition, Kind: notify.GroupSeeked}}
 				if !reflect.DeepEqual(*changes, wantChange) {
 					t.Fatalf("announced %+v, want %+v", *changes, wantChange)
+				}
+				_, ps, err := w.s.GroupPositions(context.Background(), "t", "g", ports.GroupPage{Limit: 100})
+				if err != nil {
+					t.Fatal(err)
+				}
+				cursors := map[string]int64{}
+				for _, p := range ps {
+					if p.Cursor {
+						cursors[p.Partition] = p.Committed
+						if p.LeaseID != "" && p.Partition != "a" || p.LeaseID != "" && tc.partition == "" {
+							t.Errorf("%s: a lease the seek should have cleared: %+v", p.Partition, p)
+						}
+					}
+				}
+				if !reflect.DeepEqual(cursors, tc.committed) {
+					t.Fatalf("g's cursors %v, want %v", cursors, tc.committed)
 				}
 				return
 			}

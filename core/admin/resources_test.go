@@ -3,108 +3,25 @@ package admin
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
+	"reflect"
+	"slices"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/queen-go/queen/adapters/memory"
 	"github.com/queen-go/queen/ports"
 )
 
-// fakeResourceStore is an in-memory ports.ResourceStore: canned answers, and a record of
-// what each call was asked.
-type fakeResourceStore struct {
-	mu sync.Mutex
+// The Resources tests run the service over the in-memory ResourceStore
+// (adapters/memory), on data made by pushes, pops and acks: counts are the store's
+// watermark arithmetic, checked against PostgreSQL by ports/porttest.
 
-	queues   []ports.QueueResource
-	matching int64
-	detail   map[string]ports.QueueResourceDetail
-	depth    map[string]ports.QueueDepthResult
-	keys     []ports.KeyCounts
-	overview ports.ResourceOverview
-	status   ports.ResourceStatus
-	storage  ports.StorageTotals
-	err      error
-
-	pages        []ports.ResourcePage
-	filters      []ports.ResourceFilter
-	groups       []string
-	keyAsked     []ports.ResourceKey
-	storageReads int
-	calls        int
-}
-
-var _ ports.ResourceStore = (*fakeResourceStore)(nil)
-
-func (f *fakeResourceStore) record(p *ports.ResourcePage, fl *ports.ResourceFilter) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.calls++
-	if p != nil {
-		f.pages = append(f.pages, *p)
-	}
-	if fl != nil {
-		f.filters = append(f.filters, *fl)
-	}
-	return f.err
-}
-
-func (f *fakeResourceStore) ListQueues(_ context.Context, _ string, fl ports.ResourceFilter, p ports.ResourcePage) ([]ports.QueueResource, int64, error) {
-	if err := f.record(&p, &fl); err != nil {
-		return nil, 0, err
-	}
-	end := min(p.Offset+p.Limit, len(f.queues))
-	if p.Offset >= end {
-		return nil, f.matching, nil
-	}
-	return f.queues[p.Offset:end], f.matching, nil
-}
-
-func (f *fakeResourceStore) QueueDetail(_ context.Context, _, queue string, p ports.ResourcePage) (ports.QueueResourceDetail, bool, error) {
-	if err := f.record(&p, nil); err != nil {
-		return ports.QueueResourceDetail{}, false, err
-	}
-	d, ok := f.detail[queue]
-	return d, ok, nil
-}
-
-func (f *fakeResourceStore) QueueDepth(_ context.Context, _, queue, group string, p ports.ResourcePage) (ports.QueueDepthResult, bool, error) {
-	if err := f.record(&p, nil); err != nil {
-		return ports.QueueDepthResult{}, false, err
-	}
-	f.mu.Lock()
-	f.groups = append(f.groups, group)
-	f.mu.Unlock()
-	d, ok := f.depth[queue]
-	return d, ok, nil
-}
-
-func (f *fakeResourceStore) CountsBy(_ context.Context, _ string, key ports.ResourceKey, p ports.ResourcePage) ([]ports.KeyCounts, error) {
-	if err := f.record(&p, nil); err != nil {
-		return nil, err
-	}
-	f.mu.Lock()
-	f.keyAsked = append(f.keyAsked, key)
-	f.mu.Unlock()
-	return f.keys, nil
-}
-
-func (f *fakeResourceStore) Overview(context.Context, string) (ports.ResourceOverview, error) {
-	return f.overview, f.record(nil, nil)
-}
-
-func (f *fakeResourceStore) Status(_ context.Context, _ string, fl ports.ResourceFilter) (ports.ResourceStatus, error) {
-	return f.status, f.record(nil, &fl)
-}
-
-func (f *fakeResourceStore) StorageTotals(context.Context) (ports.StorageTotals, error) {
-	f.mu.Lock()
-	f.storageReads++
-	f.mu.Unlock()
-	return f.storage, f.record(nil, nil)
-}
+var resT0 = time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)
 
 func resIntp(n int) *int { return &n }
 
@@ -121,40 +38,67 @@ func resWantInputError(t *testing.T, err error, param string) {
 	}
 }
 
+func resNames(l QueueListing) []string {
+	var out []string
+	for _, q := range l.Queues {
+		out = append(out, q.Name)
+	}
+	return out
+}
+
+// resQueueID is the id the store gave tenant's queue.
+func resQueueID(t *testing.T, w *memWorld, tenant, queue string) string {
+	t.Helper()
+	cfg, ok := w.s.QueueConfig(tenant, queue)
+	if !ok {
+		t.Fatalf("no queue %s", queue)
+	}
+	return cfg.ID
+}
+
 func TestResourcesPages(t *testing.T) {
 	t.Parallel()
-	tests := []struct {
-		name      string
-		page      PageQuery
-		wantPage  ports.ResourcePage
-		wantParam string // "": accepted
-	}{
-		{"default", PageQuery{}, ports.ResourcePage{Limit: 100}, ""},
-		{"explicit", PageQuery{Limit: resIntp(7), Offset: 3}, ports.ResourcePage{Limit: 7, Offset: 3}, ""},
-		{"zero", PageQuery{Limit: resIntp(0)}, ports.ResourcePage{Limit: 0}, ""},
-		{"the maximum", PageQuery{Limit: resIntp(1000)}, ports.ResourcePage{Limit: 1000}, ""},
-		{"above the maximum", PageQuery{Limit: resIntp(1001)}, ports.ResourcePage{}, "limit"},
-		{"negative limit", PageQuery{Limit: resIntp(-1)}, ports.ResourcePage{}, "limit"},
-		{"negative offset", PageQuery{Offset: -1}, ports.ResourcePage{}, "offset"},
+	w := newMemWorld(t, resT0)
+	var all []string
+	for i := range 12 {
+		q := fmt.Sprintf("q%02d", i)
+		w.pushTxns("t", q, "p", "m")
+		all = append(all, q)
 	}
+	tests := []struct {
+		name          string
+		page          PageQuery
+		limit, offset int
+		want          []string
+		wantParam     string // "": accepted
+	}{
+		{"default", PageQuery{}, 100, 0, all, ""},
+		{"explicit", PageQuery{Limit: resIntp(7), Offset: 3}, 7, 3, all[3:10], ""},
+		{"zero", PageQuery{Limit: resIntp(0)}, 0, 0, nil, ""},
+		{"past the end", PageQuery{Offset: 12}, 100, 12, nil, ""},
+		{"the maximum", PageQuery{Limit: resIntp(1000)}, 1000, 0, all, ""},
+		{"above the maximum", PageQuery{Limit: resIntp(1001)}, 0, 0, nil, "limit"},
+		{"negative limit", PageQuery{Limit: resIntp(-1)}, 0, 0, nil, "limit"},
+		{"negative offset", PageQuery{Offset: -1}, 0, 0, nil, "offset"},
+	}
+	s := NewResources(w.s, ResourcesOptions{})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			f := &fakeResourceStore{}
-			s := NewResources(f, ResourcesOptions{})
-			_, err := s.Queues(context.Background(), ports.DefaultTenant, QueueQuery{Page: tt.page})
+			before := w.count()
+			got, err := s.Queues(context.Background(), "t", QueueQuery{Page: tt.page})
 			if tt.wantParam != "" {
 				resWantInputError(t, err, tt.wantParam)
-				if f.calls != 0 {
-					t.Fatalf("a refused page reached the store (%d calls)", f.calls)
+				if n := w.count() - before; n != 0 {
+					t.Fatalf("a refused page reached the store (%d calls)", n)
 				}
 				return
 			}
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(f.pages) != 1 || f.pages[0] != tt.wantPage {
-				t.Fatalf("store asked for %v, want [%v]", f.pages, tt.wantPage)
+			if !slices.Equal(resNames(got), tt.want) || got.Limit != tt.limit || got.Offset != tt.offset || got.Matching != 12 {
+				t.Fatalf("page %v (limit %d offset %d, %d matching), want %v (limit %d offset %d)", resNames(got), got.Limit,
+					got.Offset, got.Matching, tt.want, tt.limit, tt.offset)
 			}
 		})
 	}
@@ -164,28 +108,35 @@ func TestResourcesPages(t *testing.T) {
 func TestResourcesDefaultPages(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	f := &fakeResourceStore{detail: map[string]ports.QueueResourceDetail{"q": {}},
-		depth: map[string]ports.QueueDepthResult{"q": {}}}
-	s := NewResources(f, ResourcesOptions{MaxLimit: 500})
+	w := newMemWorld(t, resT0)
+	// 501 queues of a namespace and a task each; a queue of 501 partitions.
+	for i := range 501 {
+		w.s.EmptyPartition("t", fmt.Sprintf("n%03d.t%03d", i, i), "p")
+		w.s.EmptyPartition("t", "big", fmt.Sprintf("p%03d", i))
+	}
+	s := NewResources(w.s, ResourcesOptions{MaxLimit: 500})
 	calls := []struct {
 		name string
-		call func() error
+		call func() (int, error) // rows listed
 		want int
 	}{
-		{"queues", func() error { _, err := s.Queues(ctx, "t", QueueQuery{}); return err }, 100},
-		{"status queues", func() error { _, err := s.StatusQueues(ctx, "t", StatusQuery{}); return err }, 100},
-		{"queue detail", func() error { _, err := s.Queue(ctx, "t", "q", PageQuery{}); return err }, 500},
-		{"depth", func() error { _, err := s.Depth(ctx, "t", "q", "", PageQuery{}); return err }, 500},
-		{"namespaces", func() error { _, err := s.Namespaces(ctx, "t", PageQuery{}); return err }, 500},
-		{"tasks", func() error { _, err := s.Tasks(ctx, "t", PageQuery{}); return err }, 500},
+		{"queues", func() (int, error) { l, err := s.Queues(ctx, "t", QueueQuery{}); return len(l.Queues), err }, 100},
+		{"status queues", func() (int, error) { l, err := s.StatusQueues(ctx, "t", StatusQuery{}); return len(l.Queues), err }, 100},
+		{"queue detail", func() (int, error) { d, err := s.Queue(ctx, "t", "big", PageQuery{}); return len(d.Page), err }, 500},
+		{"depth", func() (int, error) {
+			d, err := s.Depth(ctx, "t", "big", "", PageQuery{})
+			return len(d.Partitions), err
+		}, 500},
+		{"namespaces", func() (int, error) { k, err := s.Namespaces(ctx, "t", PageQuery{}); return len(k), err }, 500},
+		{"tasks", func() (int, error) { k, err := s.Tasks(ctx, "t", PageQuery{}); return len(k), err }, 500},
 	}
 	for _, c := range calls {
-		f.pages = nil
-		if err := c.call(); err != nil {
+		n, err := c.call()
+		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
-		if len(f.pages) != 1 || f.pages[0].Limit != c.want {
-			t.Errorf("%s: store asked for %v, want limit %d", c.name, f.pages, c.want)
+		if n != c.want {
+			t.Errorf("%s: %d rows, want a default page of %d", c.name, n, c.want)
 		}
 	}
 	if _, err := s.Namespaces(ctx, "t", PageQuery{Limit: resIntp(501)}); err == nil {
@@ -201,7 +152,7 @@ func TestResourcesStatsParameter(t *testing.T) {
 	}{{"", true}, {"live", true}, {"cached", true}, {"yes", false}, {"CACHED", false}} {
 		t.Run("stats="+tt.stats, func(t *testing.T) {
 			t.Parallel()
-			s := NewResources(&fakeResourceStore{}, ResourcesOptions{})
+			s := NewResources(memory.NewStore(), ResourcesOptions{})
 			_, err := s.Queues(context.Background(), "t", QueueQuery{Stats: tt.stats})
 			if tt.ok && err != nil {
 				t.Fatal(err)
@@ -215,40 +166,52 @@ func TestResourcesStatsParameter(t *testing.T) {
 
 func TestResourcesListing(t *testing.T) {
 	t.Parallel()
-	at := time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)
-	f := &fakeResourceStore{
-		queues: []ports.QueueResource{
-			{ID: "1", Name: "a", Namespace: "ns", Task: "t", CreatedAt: at, Partitions: 2,
-				Counts: ports.WatermarkCounts{Total: 30, Pending: 10, Processing: 4, DeadLetter: 5}},
-			{ID: "2", Name: "b", Partitions: 1, Counts: ports.WatermarkCounts{Total: 10, Pending: 10}},
-			{ID: "3", Name: "c"},
-		},
-		matching: 3,
-		storage:  ports.StorageTotals{SegmentBytes: 4000, Segments: 20, Messages: 40},
+	ctx := context.Background()
+	w := newMemWorld(t, resT0)
+	for _, q := range []string{"a", "b", "c"} {
+		w.configure("t", q, func(c *ports.QueueConfig) { c.Namespace, c.Task = "ns", "t" })
 	}
-	s := NewResources(f, ResourcesOptions{})
-	got, err := s.Queues(context.Background(), "t", QueueQuery{Namespace: "ns", Task: "t"})
+	// a/p1: m0 consumed, m1 dead-lettered, m2 leased, m3 pending; a/p2: two pending;
+	// b/p: one pending; c: no partition; other (no namespace): one message.
+	w.pushTxns("t", "a", "p1", "m0", "m1", "m2", "m3")
+	w.pushTxns("t", "a", "p2", "m0", "m1")
+	w.pushTxns("t", "b", "p", "m0")
+	w.pushTxns("t", "other", "p", "m0")
+	w.pop("t", "a", "p1", ports.QueueModeGroup, 1, true)
+	w.kill("t", "a", "p1", ports.QueueModeGroup, "m1", "boom")
+	w.pop("t", "a", "p1", ports.QueueModeGroup, 1, false)
+
+	s := NewResources(w.s, ResourcesOptions{})
+	got, err := s.Queues(ctx, "t", QueueQuery{Namespace: "ns", Task: "t"})
 	if err != nil {
 		t.Fatal(err)
-	}
-	if f.filters[0] != (ports.ResourceFilter{Namespace: "ns", Task: "t"}) {
-		t.Errorf("filter %+v", f.filters[0])
 	}
 	if got.Matching != 3 || got.Limit != 100 || got.Offset != 0 || len(got.Queues) != 3 {
 		t.Fatalf("listing %+v", got)
 	}
+	st, err := w.s.StorageTotals(ctx)
+	if err != nil || st.Messages != 8 || st.Segments != 8 {
+		t.Fatalf("storage totals %+v, %v", st, err)
+	}
+	estimate := func(total int64) (int64, int64) { return resourceEstimate(st, total) }
+	aBytes, aSegs := estimate(6)
+	bBytes, bSegs := estimate(1)
 	want := []QueueSummary{
-		{ID: "1", Name: "a", Namespace: "ns", Task: "t", CreatedAt: at, Partitions: 2,
-			Messages:      MessageStats{Total: 30, Pending: 10, Processing: 4, Completed: 15, DeadLetter: 5},
-			RetainedBytes: 3000, Segments: 15},
-		{ID: "2", Name: "b", Partitions: 1, Messages: MessageStats{Total: 10, Pending: 10},
-			RetainedBytes: 1000, Segments: 5},
-		{ID: "3", Name: "c"},
+		// completed = total - pending - dead letters: m0 of a/p1.
+		{ID: resQueueID(t, w, "t", "a"), Name: "a", Namespace: "ns", Task: "t", CreatedAt: resT0, Partitions: 2,
+			Messages:      MessageStats{Total: 6, Pending: 4, Processing: 1, Completed: 1, DeadLetter: 1},
+			RetainedBytes: aBytes, Segments: aSegs},
+		{ID: resQueueID(t, w, "t", "b"), Name: "b", Namespace: "ns", Task: "t", CreatedAt: resT0, Partitions: 1,
+			Messages: MessageStats{Total: 1, Pending: 1}, RetainedBytes: bBytes, Segments: bSegs},
+		{ID: resQueueID(t, w, "t", "c"), Name: "c", Namespace: "ns", Task: "t", CreatedAt: resT0},
 	}
 	for i := range want {
 		if got.Queues[i] != want[i] {
 			t.Errorf("queue %d:\n got %+v\nwant %+v", i, got.Queues[i], want[i])
 		}
+	}
+	if aSegs != 6 || aBytes <= 0 {
+		t.Errorf("a's estimate: %d segments of %d bytes, want its 6 segments", aSegs, aBytes)
 	}
 }
 
@@ -283,66 +246,84 @@ func TestEstimate(t *testing.T) {
 // One read of the storage totals serves EstimateTTL; an empty page needs none.
 func TestResourcesStorageTotalsReuse(t *testing.T) {
 	t.Parallel()
-	now := time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)
-	var mu sync.Mutex
-	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
-	f := &fakeResourceStore{queues: []ports.QueueResource{{ID: "1", Name: "a", Counts: ports.WatermarkCounts{Total: 1}}}}
-	s := NewResources(f, ResourcesOptions{EstimateTTL: 10 * time.Second, Now: clock})
+	w := newMemWorld(t, resT0)
+	w.pushTxns("t", "a", "p", "m0")
+	var reads atomic.Int64
+	w.s.AdminFault = func(op string) error {
+		if op == "StorageTotals" {
+			reads.Add(1)
+		}
+		return nil
+	}
+	now := resT0
+	clock := func() time.Time { return now }
+	s := NewResources(w.s, ResourcesOptions{EstimateTTL: 10 * time.Second, Now: clock})
 	ctx := context.Background()
-	list := func() {
-		t.Helper()
+	steps := []struct {
+		advance time.Duration
+		reads   int64
+	}{{0, 1}, {0, 1}, {9 * time.Second, 1}, {time.Second, 2}, {5 * time.Second, 2}}
+	for i, st := range steps {
+		now = now.Add(st.advance)
 		if _, err := s.Queues(ctx, "t", QueueQuery{}); err != nil {
 			t.Fatal(err)
 		}
-	}
-	steps := []struct {
-		advance time.Duration
-		reads   int
-	}{{0, 1}, {0, 1}, {9 * time.Second, 1}, {time.Second, 2}, {5 * time.Second, 2}}
-	for i, st := range steps {
-		advance(st.advance)
-		list()
-		if f.storageReads != st.reads {
-			t.Fatalf("step %d: %d reads of the storage totals, want %d", i, f.storageReads, st.reads)
+		if reads.Load() != st.reads {
+			t.Fatalf("step %d: %d reads of the storage totals, want %d", i, reads.Load(), st.reads)
 		}
 	}
-	if _, err := s.Queues(ctx, "t", QueueQuery{Page: PageQuery{Offset: 5}}); err != nil || f.storageReads != 2 {
-		t.Fatalf("an empty page read the storage totals (%d reads, %v)", f.storageReads, err)
+	if _, err := s.Queues(ctx, "t", QueueQuery{Page: PageQuery{Offset: 5}}); err != nil || reads.Load() != 2 {
+		t.Fatalf("an empty page read the storage totals (%d reads, %v)", reads.Load(), err)
 	}
 }
 
 func TestResourcesQueueDetail(t *testing.T) {
 	t.Parallel()
-	old, recent := time.Unix(100, 0), time.Unix(200, 0)
-	f := &fakeResourceStore{
-		detail: map[string]ports.QueueResourceDetail{"orders": {
-			Config:     ports.QueueConfig{ID: "q1", Name: "orders"},
-			Partitions: 3, Totals: ports.WatermarkCounts{Total: 12, Pending: 4, Processing: 1, DeadLetter: 10},
-			Page: []ports.PartitionResource{{ID: "p1", Name: "a", Counts: ports.WatermarkCounts{Total: 12, Pending: 4, Processing: 1},
-				Consumed: 8, Oldest: &old, Newest: &recent}},
-		}},
-		storage: ports.StorageTotals{SegmentBytes: 10, Segments: 6, Messages: 12},
-	}
-	s := NewResources(f, ResourcesOptions{})
 	ctx := context.Background()
+	w := newMemWorld(t, resT0)
+	// a: one message two groups dead-lettered; b: one message three groups did; c: four
+	// messages committed a second apart, queue mode consumed two and leases the third.
+	w.pushTxns("t", "orders", "a", "m0")
+	w.pushTxns("t", "orders", "b", "m0")
+	for i := range 4 {
+		w.at(resT0.Add(time.Duration(i)*time.Second)).pushTxns("t", "orders", "c", fmt.Sprint("m", i))
+	}
+	w.at(resT0.Add(time.Minute))
+	for _, g := range []string{"g", "h"} {
+		w.kill("t", "orders", "a", g, "m0", "boom")
+	}
+	for _, g := range []string{"g", "h", "i"} {
+		w.kill("t", "orders", "b", g, "m0", "boom")
+	}
+	w.pop("t", "orders", "c", ports.QueueModeGroup, 2, true)
+	w.pop("t", "orders", "c", ports.QueueModeGroup, 1, false)
+
+	s := NewResources(w.s, ResourcesOptions{})
 	d, err := s.Queue(ctx, "t", "orders", PageQuery{Limit: resIntp(1), Offset: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.pages[0] != (ports.ResourcePage{Limit: 1, Offset: 2}) || d.Limit != 1 || d.Offset != 2 {
-		t.Fatalf("page %v, detail page %d/%d", f.pages, d.Limit, d.Offset)
-	}
-	// completed = total - pending - dead letters, never negative.
-	if d.Totals != (MessageStats{Total: 12, Pending: 4, Processing: 1, Completed: 0, DeadLetter: 10}) {
-		t.Errorf("totals %+v", d.Totals)
-	}
-	if d.Partitions != 3 || d.Segments != 6 || len(d.Page) != 1 {
+	if d.Limit != 1 || d.Offset != 2 || d.Config.Name != "orders" || d.Config.ID == "" || !d.CreatedAt.Equal(resT0) {
 		t.Fatalf("detail %+v", d)
 	}
+	// completed = total - pending - dead letters, never negative: the dead letters
+	// outnumber what is not pending.
+	if d.Totals != (MessageStats{Total: 6, Pending: 2, Processing: 1, Completed: 0, DeadLetter: 5}) {
+		t.Errorf("totals %+v", d.Totals)
+	}
+	st, err := w.s.StorageTotals(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, segs := resourceEstimate(st, 6); d.Partitions != 3 || d.Segments != segs || len(d.Page) != 1 {
+		t.Fatalf("detail %+v, want 3 partitions, %d segments, a page of 1", d, segs)
+	}
 	p := d.Page[0]
-	if p.Messages.Completed != 8 || p.Consumed != 8 || p.Oldest != &old || p.Newest != &recent {
-		t.Errorf("partition %+v", p)
+	active, oldest, newest := resT0.Add(time.Minute), resT0, resT0.Add(3*time.Second)
+	if p.Name != "c" || p.ID == "" || !p.CreatedAt.Equal(resT0) || p.Messages != (MessageStats{Total: 4, Pending: 2, Processing: 1, Completed: 2}) ||
+		p.Consumed != 2 || p.LastActivity == nil || !p.LastActivity.Equal(active) || p.Oldest == nil || !p.Oldest.Equal(oldest) ||
+		p.Newest == nil || !p.Newest.Equal(newest) {
+		t.Errorf("partition %+v (last activity %v, oldest %v, newest %v)", p, p.LastActivity, p.Oldest, p.Newest)
 	}
 
 	for _, tt := range []struct {
@@ -354,15 +335,13 @@ func TestResourcesQueueDetail(t *testing.T) {
 		{"empty name", "", 0},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			f.mu.Lock()
-			before := f.calls
-			f.mu.Unlock()
+			before := w.count()
 			_, err := s.Queue(ctx, "t", tt.queue, PageQuery{})
 			if !errors.Is(err, ErrNotFound) || err.Error() != "Queue not found" {
 				t.Fatalf("error %v, want ErrNotFound \"Queue not found\"", err)
 			}
-			if f.calls-before != tt.storeCalls {
-				t.Fatalf("%d store calls, want %d", f.calls-before, tt.storeCalls)
+			if n := w.count() - before; n != tt.storeCalls {
+				t.Fatalf("%d store calls, want %d", n, tt.storeCalls)
 			}
 		})
 	}
@@ -370,26 +349,29 @@ func TestResourcesQueueDetail(t *testing.T) {
 
 func TestResourcesDepth(t *testing.T) {
 	t.Parallel()
-	f := &fakeResourceStore{depth: map[string]ports.QueueDepthResult{"q": {
-		Totals:            ports.WatermarkCounts{Pending: 10, Processing: 3},
-		PartitionsPending: 2, PartitionsReady: 1,
-		Page: []ports.PartitionDepth{
-			{Name: "a", Counts: ports.WatermarkCounts{Pending: 7}},
-			{Name: "b", Counts: ports.WatermarkCounts{Pending: 3, Processing: 3}},
-		},
-	}}}
-	s := NewResources(f, ResourcesOptions{})
+	w := newMemWorld(t, resT0)
+	// a: seven messages nobody read; b: three queue mode leases.
+	w.pushTxns("t", "q", "a", "m0", "m1", "m2", "m3", "m4", "m5", "m6")
+	w.pushTxns("t", "q", "b", "m0", "m1", "m2")
+	w.pop("t", "q", "b", ports.QueueModeGroup, 3, false)
+	s := NewResources(w.s, ResourcesOptions{})
 	ctx := context.Background()
+	every := QueueDepth{Queue: "q", Pending: 10, Processing: 3, Ready: 7, PartitionsPending: 2, PartitionsReady: 1, Limit: 1000,
+		Partitions: []DepthPartition{{"a", 7, 0, 7}, {"b", 3, 3, 0}}}
+	// g1 read nothing: it owes everything, and queue mode's lease is not its own.
+	g1 := QueueDepth{Queue: "q", Group: "g1", Pending: 10, Ready: 10, PartitionsPending: 2, PartitionsReady: 2, Limit: 1000,
+		Partitions: []DepthPartition{{"a", 7, 0, 7}, {"b", 3, 0, 3}}}
 	tests := []struct {
 		name, queue, group string
+		want               QueueDepth
 		wantParam          string
 		notFound           bool
 	}{
-		{"every group", "q", "", "", false},
-		{"one group", "q", "g1", "", false},
-		{"bad group", "q", "g\x00", "group", false},
-		{"too long a group", "q", strings.Repeat("g", 256), "group", false},
-		{"unknown queue", "nope", "", "", true},
+		{"every group", "q", "", every, "", false},
+		{"one group", "q", "g1", g1, "", false},
+		{"bad group", "q", "g\x00", QueueDepth{}, "group", false},
+		{"too long a group", "q", strings.Repeat("g", 256), QueueDepth{}, "group", false},
+		{"unknown queue", "nope", "", QueueDepth{}, "", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -406,20 +388,11 @@ func TestResourcesDepth(t *testing.T) {
 			case err != nil:
 				t.Fatal(err)
 			}
-			if f.groups[len(f.groups)-1] != tt.group {
-				t.Fatalf("store asked for group %q, want %q", f.groups[len(f.groups)-1], tt.group)
+			if !slices.Equal(d.Partitions, tt.want.Partitions) {
+				t.Errorf("partitions %+v, want %+v", d.Partitions, tt.want.Partitions)
 			}
-			want := QueueDepth{Queue: "q", Group: tt.group, Pending: 10, Processing: 3, Ready: 7, PartitionsPending: 2,
-				PartitionsReady: 1, Limit: 1000,
-				Partitions: []DepthPartition{{"a", 7, 0, 7}, {"b", 3, 3, 0}}}
-			if d.Queue != want.Queue || d.Group != want.Group || d.Pending != want.Pending || d.Ready != want.Ready ||
-				d.Processing != want.Processing || d.PartitionsPending != 2 || d.PartitionsReady != 1 || d.Limit != 1000 {
-				t.Fatalf("depth %+v", d)
-			}
-			for i := range want.Partitions {
-				if d.Partitions[i] != want.Partitions[i] {
-					t.Errorf("partition %d: %+v, want %+v", i, d.Partitions[i], want.Partitions[i])
-				}
+			if !reflect.DeepEqual(d, tt.want) {
+				t.Fatalf("depth %+v, want %+v", d, tt.want)
 			}
 		})
 	}
@@ -427,36 +400,44 @@ func TestResourcesDepth(t *testing.T) {
 
 func TestResourcesNamespacesTasksOverview(t *testing.T) {
 	t.Parallel()
-	at := time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)
-	keys := []ports.KeyCounts{{Key: "billing", Queues: 2, Partitions: 5, Counts: ports.WatermarkCounts{Total: 9, Pending: 4}}}
-	f := &fakeResourceStore{keys: keys, overview: ports.ResourceOverview{Queues: 3, Partitions: 6, Namespaces: 1, Tasks: 2,
-		ConsumerGroups: 4, Counts: ports.WatermarkCounts{Total: 20, Pending: 5, Processing: 2, DeadLetter: 1}}}
-	s := NewResources(f, ResourcesOptions{Now: func() time.Time { return at }})
+	w := newMemWorld(t, resT0)
+	// billing.inv: p1 three messages, p2 one; billing.pay: two, one consumed; ops.inv: one,
+	// consumed by g; plain (no namespace): one, dead-lettered by g.
+	w.pushTxns("t", "billing.inv", "p1", "m0", "m1", "m2")
+	w.pushTxns("t", "billing.inv", "p2", "m0")
+	w.pushTxns("t", "billing.pay", "p", "m0", "m1")
+	w.pushTxns("t", "ops.inv", "p", "m0")
+	w.pushTxns("t", "plain", "p", "m0")
+	w.pop("t", "billing.pay", "p", ports.QueueModeGroup, 1, true)
+	w.pop("t", "ops.inv", "p", "g", 1, true)
+	w.kill("t", "plain", "p", "g", "m0", "boom")
+	at := resT0.Add(time.Hour)
+	s := NewResources(w.s, ResourcesOptions{Now: func() time.Time { return at }})
 	ctx := context.Background()
-	want := []KeyTotals{{Name: "billing", Queues: 2, Partitions: 5, Total: 9, Pending: 4}}
+	billing := KeyTotals{Name: "billing", Queues: 2, Partitions: 3, Total: 6, Pending: 5}
+	ops := KeyTotals{Name: "ops", Queues: 1, Partitions: 1, Total: 1}
 
 	ns, err := s.Namespaces(ctx, "t", PageQuery{})
-	if err != nil || len(ns) != 1 || ns[0] != want[0] {
+	if err != nil || !slices.Equal(ns, []KeyTotals{billing, ops}) {
 		t.Fatalf("namespaces %+v, %v", ns, err)
 	}
 	ts, err := s.Tasks(ctx, "t", PageQuery{Limit: resIntp(5), Offset: 1})
-	if err != nil || len(ts) != 1 {
-		t.Fatalf("tasks %+v, %v", ts, err)
-	}
-	if f.keyAsked[0] != ports.ByNamespace || f.keyAsked[1] != ports.ByTask || f.pages[1] != (ports.ResourcePage{Limit: 5, Offset: 1}) {
-		t.Fatalf("asked %v with pages %v", f.keyAsked, f.pages)
+	if err != nil || !slices.Equal(ts, []KeyTotals{{Name: "pay", Queues: 1, Partitions: 1, Total: 2, Pending: 1}}) {
+		t.Fatalf("second page of tasks %+v, %v", ts, err)
 	}
 	o, err := s.Overview(ctx, "t")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.Queues != 3 || o.Partitions != 6 || o.Namespaces != 1 || o.Tasks != 2 || o.ConsumerGroups != 4 ||
-		o.Messages != (MessageStats{Total: 20, Pending: 5, Processing: 2, Completed: 14, DeadLetter: 1}) ||
-		len(o.ByNamespace) != 1 || o.ByNamespace[0] != want[0] || !o.At.Equal(at) {
+	if o.Queues != 4 || o.Partitions != 5 || o.Namespaces != 2 || o.Tasks != 2 || o.ConsumerGroups != 1 ||
+		o.Messages != (MessageStats{Total: 8, Pending: 5, Completed: 2, DeadLetter: 1}) ||
+		!slices.Equal(o.ByNamespace, []KeyTotals{billing, ops}) || !o.At.Equal(at) {
 		t.Fatalf("overview %+v", o)
 	}
-	if f.pages[2] != (ports.ResourcePage{Limit: 1000}) {
-		t.Fatalf("the overview's namespaces page %v, want the maximum", f.pages[2])
+	// The overview lists the first MaxLimit namespaces.
+	o, err = NewResources(w.s, ResourcesOptions{MaxLimit: 1}).Overview(ctx, "t")
+	if err != nil || !slices.Equal(o.ByNamespace, []KeyTotals{billing}) {
+		t.Fatalf("overview with MaxLimit 1: %+v, %v", o.ByNamespace, err)
 	}
 }
 
@@ -464,6 +445,15 @@ func TestResourcesStatus(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)
 	from, to := now.Add(-3*time.Hour), now.Add(-time.Hour)
+	w := newMemWorld(t, now)
+	// q (namespace n, task k): m0 consumed, m1 dead-lettered, m2 and m3 leased, m4
+	// pending. other: one message, outside the filter.
+	w.configure("t", "q", func(c *ports.QueueConfig) { c.Namespace, c.Task = "n", "k" })
+	w.pushTxns("t", "q", "p", "m0", "m1", "m2", "m3", "m4")
+	w.pushTxns("t", "other", "p", "m0")
+	w.pop("t", "q", "p", ports.QueueModeGroup, 1, true)
+	w.kill("t", "q", "p", ports.QueueModeGroup, "m1", "boom")
+	w.pop("t", "q", "p", ports.QueueModeGroup, 2, false)
 	tests := []struct {
 		name             string
 		q                StatusQuery
@@ -478,11 +468,7 @@ func TestResourcesStatus(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			f := &fakeResourceStore{status: ports.ResourceStatus{Queues: 1, Partitions: 2,
-				Counts: ports.WatermarkCounts{Total: 5, Pending: 2}, Leases: ports.LeaseSummary{Active: 1, Partitions: 1, Messages: 2},
-				DeadLetters: ports.DeadLetterSummary{Current: 1, Partitions: 1}},
-				queues: []ports.QueueResource{{ID: "1", Name: "q"}}, matching: 1}
-			s := NewResources(f, ResourcesOptions{Now: func() time.Time { return now }})
+			s := NewResources(w.s, ResourcesOptions{Now: func() time.Time { return now }})
 			tt.q.Queue, tt.q.Namespace, tt.q.Task = "q", "n", "k"
 			r, err := s.Status(context.Background(), "t", tt.q)
 			if tt.wantParam != "" {
@@ -495,19 +481,19 @@ func TestResourcesStatus(t *testing.T) {
 			if !r.From.Equal(tt.wantFrom) || !r.To.Equal(tt.wantTo) {
 				t.Errorf("range %v - %v, want %v - %v", r.From, r.To, tt.wantFrom, tt.wantTo)
 			}
-			wantF := ports.ResourceFilter{Queue: "q", Namespace: "n", Task: "k"}
-			if len(f.filters) != 2 || f.filters[0] != wantF || f.filters[1] != wantF {
-				t.Errorf("filters %+v, want %+v twice", f.filters, wantF)
-			}
-			if r.QueueCount != 1 || r.Partitions != 2 || r.Messages.Completed != 3 || r.Leases.Messages != 2 ||
-				r.DeadLetters.Current != 1 || len(r.Queues.Queues) != 1 || f.pages[0].Limit != 100 {
-				t.Errorf("report %+v (page %v)", r, f.pages)
+			// The filter selects q alone, for the counts and for the listing.
+			if r.QueueCount != 1 || r.Partitions != 1 ||
+				r.Messages != (MessageStats{Total: 5, Pending: 3, Processing: 2, Completed: 1, DeadLetter: 1}) ||
+				r.Leases != (ports.LeaseSummary{Active: 1, Partitions: 1, Messages: 2}) ||
+				r.DeadLetters != (ports.DeadLetterSummary{Current: 1, Partitions: 1}) ||
+				!slices.Equal(resNames(r.Queues), []string{"q"}) || r.Queues.Limit != 100 {
+				t.Errorf("report %+v", r)
 			}
 		})
 	}
 	t.Run("status queues checks the range too", func(t *testing.T) {
 		t.Parallel()
-		s := NewResources(&fakeResourceStore{}, ResourcesOptions{})
+		s := NewResources(w.s, ResourcesOptions{})
 		_, err := s.StatusQueues(context.Background(), "t", StatusQuery{From: &to, To: &from})
 		resWantInputError(t, err, "from")
 	})
@@ -539,7 +525,7 @@ func TestResourcesSharedState(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			s := NewResources(&fakeResourceStore{}, ResourcesOptions{Maintenance: tt.flags, Logger: resQuietLogger(),
+			s := NewResources(memory.NewStore(), ResourcesOptions{Maintenance: tt.flags, Logger: resQuietLogger(),
 				Hotlist: func() HotlistState { return hot },
 				Peers:   func() PeersState { return PeersState{Enabled: tt.peersOn, Sent: 4} }})
 			got := s.SharedState(context.Background())
@@ -551,7 +537,7 @@ func TestResourcesSharedState(t *testing.T) {
 	}
 	t.Run("no sources", func(t *testing.T) {
 		t.Parallel()
-		got := NewResources(&fakeResourceStore{}, ResourcesOptions{}).SharedState(context.Background())
+		got := NewResources(memory.NewStore(), ResourcesOptions{}).SharedState(context.Background())
 		if got != (SharedState{Reason: ReasonPeerHintsDisabled}) {
 			t.Fatalf("shared state %+v", got)
 		}
@@ -561,8 +547,10 @@ func TestResourcesSharedState(t *testing.T) {
 // A store failure is returned as it is (the HTTP layer maps ports' sentinels).
 func TestResourcesStoreErrors(t *testing.T) {
 	t.Parallel()
-	f := &fakeResourceStore{err: ports.ErrUnavailable}
-	s := NewResources(f, ResourcesOptions{})
+	w := newMemWorld(t, resT0)
+	w.pushTxns("t", "q", "p", "m0")
+	w.fail("", ports.ErrUnavailable)
+	s := NewResources(w.s, ResourcesOptions{})
 	ctx := context.Background()
 	for name, call := range map[string]func() error{
 		"queues":    func() error { _, err := s.Queues(ctx, "t", QueueQuery{}); return err },

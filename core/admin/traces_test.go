@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -34,47 +35,19 @@ func TestTracesLifetime(t *testing.T) {
 	}
 }
 
-// fakeTraceStore is an in-memory ports.TraceStore holding one partition.
-type fakeTraceStore struct {
-	pid      string
-	opts     ports.QueueOptions
-	added    []ports.NewTrace
-	lifetime time.Duration
-	expire   int
-	calls    int
+// tracesWorld is a store over which traces are recorded: queue q, with maxWaitTimeSeconds
+// 90 (a trace lifetime of 90 s), holds partition p. It returns the world and p's id.
+func tracesWorld(t *testing.T) (*memWorld, string) {
+	t.Helper()
+	w := newMemWorld(t, msgT0)
+	w.configure("tenant", "q", func(c *ports.QueueConfig) { c.MaxWaitTimeSeconds = 90 })
+	return w, w.pushTxns("tenant", "q", "p", "m0")
 }
-
-func (f *fakeTraceStore) AddTrace(_ context.Context, _ string, t ports.NewTrace, lifetime func(ports.QueueOptions) time.Duration, expire int) (ports.Trace, bool, error) {
-	f.calls++
-	if t.PartitionID != f.pid {
-		return ports.Trace{}, false, nil
-	}
-	f.added = append(f.added, t)
-	f.lifetime, f.expire = lifetime(f.opts), expire
-	return ports.Trace{ID: "id", NewTrace: t}, true, nil
-}
-
-func (f *fakeTraceStore) MessageTraces(context.Context, string, string, string, int) ([]ports.Trace, error) {
-	f.calls++
-	return nil, nil
-}
-
-func (f *fakeTraceStore) TracesByName(context.Context, string, string, int, int) ([]ports.Trace, error) {
-	f.calls++
-	return nil, nil
-}
-
-func (f *fakeTraceStore) TraceNames(context.Context, string, int, int) ([]ports.TraceName, error) {
-	f.calls++
-	return nil, nil
-}
-
-const tracesPID = "0196f1a0-0000-7000-8000-000000000001"
 
 func TestTracesRecord(t *testing.T) {
 	t.Parallel()
 	valid := func(mod func(*TraceInput)) TraceInput {
-		in := TraceInput{PartitionID: tracesPID, TransactionID: "t", Data: json.RawMessage(`{"a":1}`)}
+		in := TraceInput{TransactionID: "t", Data: json.RawMessage(`{"a":1}`)}
 		if mod != nil {
 			mod(&in)
 		}
@@ -86,17 +59,17 @@ func TestTracesRecord(t *testing.T) {
 		param string // "" = accepted
 		want  ports.NewTrace
 	}{
-		{"defaults", valid(nil), "", ports.NewTrace{PartitionID: tracesPID, TransactionID: "t",
+		{"defaults", valid(nil), "", ports.NewTrace{TransactionID: "t",
 			ConsumerGroup: ports.QueueModeGroup, EventType: "info", Data: []byte(`{"a":1}`)}},
 		{"everything, names deduplicated in order", valid(func(in *TraceInput) {
 			in.ConsumerGroup, in.EventType, in.Names = "g", "error", []string{"b", "a", "b"}
-		}), "", ports.NewTrace{PartitionID: tracesPID, TransactionID: "t", ConsumerGroup: "g", EventType: "error",
+		}), "", ports.NewTrace{TransactionID: "t", ConsumerGroup: "g", EventType: "error",
 			Names: []string{"b", "a"}, Data: []byte(`{"a":1}`)}},
 		{"null data", valid(func(in *TraceInput) { in.Data = json.RawMessage("null") }), "",
-			ports.NewTrace{PartitionID: tracesPID, TransactionID: "t", ConsumerGroup: ports.QueueModeGroup, EventType: "info", Data: []byte("null")}},
+			ports.NewTrace{TransactionID: "t", ConsumerGroup: ports.QueueModeGroup, EventType: "info", Data: []byte("null")}},
 		{"no transaction id", valid(func(in *TraceInput) { in.TransactionID = "" }), "transactionId", ports.NewTrace{}},
 		{"control character in the transaction id", valid(func(in *TraceInput) { in.TransactionID = "a\n" }), "transactionId", ports.NewTrace{}},
-		{"no partition id", valid(func(in *TraceInput) { in.PartitionID = "" }), "partitionId", ports.NewTrace{}},
+		{"no partition id", valid(func(in *TraceInput) { in.PartitionID = "-" }), "partitionId", ports.NewTrace{}},
 		{"partition id not a UUID", valid(func(in *TraceInput) { in.PartitionID = "p" }), "partitionId", ports.NewTrace{}},
 		{"no data", valid(func(in *TraceInput) { in.Data = nil }), "data", ports.NewTrace{}},
 		{"data too large", valid(func(in *TraceInput) {
@@ -111,15 +84,22 @@ func TestTracesRecord(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			f := &fakeTraceStore{pid: tracesPID, opts: ports.QueueOptions{MaxWaitTimeSeconds: 90}}
-			tr := NewTraces(f, TracesOptions{})
-			_, err := tr.Record(context.Background(), "tenant", tt.in)
+			w, pid := tracesWorld(t)
+			tr := NewTraces(w.s, TracesOptions{})
+			switch tt.in.PartitionID {
+			case "":
+				tt.in.PartitionID = pid
+			case "-":
+				tt.in.PartitionID = ""
+			}
+			ctx := context.Background()
+			_, err := tr.Record(ctx, "tenant", tt.in)
 			if tt.param != "" {
 				var ie *InputError
 				if !errors.As(err, &ie) || ie.Param != tt.param {
 					t.Fatalf("err %v, want an InputError naming %s", err, tt.param)
 				}
-				if f.calls != 0 {
+				if w.count() != 0 || w.s.StoredTraces() != 0 {
 					t.Fatal("the store was asked")
 				}
 				return
@@ -127,22 +107,56 @@ func TestTracesRecord(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := f.added[0]
-			if got.PartitionID != tt.want.PartitionID || got.TransactionID != tt.want.TransactionID ||
-				got.ConsumerGroup != tt.want.ConsumerGroup || got.EventType != tt.want.EventType ||
-				!slices.Equal(got.Names, tt.want.Names) || string(got.Data) != string(tt.want.Data) {
-				t.Fatalf("stored %+v, want %+v", got, tt.want)
+			stored, err := tr.ForMessage(ctx, "tenant", pid, "t")
+			if err != nil || len(stored) != 1 {
+				t.Fatalf("ForMessage = %+v, %v", stored, err)
 			}
-			if f.lifetime != 90*time.Second || f.expire != 100 {
-				t.Fatalf("lifetime %v expire batch %d, want the queue's 90 s and 100", f.lifetime, f.expire)
+			got, want := stored[0], tt.want
+			want.PartitionID = pid
+			if got.PartitionID != want.PartitionID || got.TransactionID != want.TransactionID ||
+				got.ConsumerGroup != want.ConsumerGroup || got.EventType != want.EventType ||
+				!slices.Equal(got.Names, want.Names) || string(got.Data) != string(want.Data) || got.Queue != "q" || got.Partition != "p" {
+				t.Fatalf("stored %+v, want %+v", got, want)
+			}
+			// Kept for the queue's 90 s.
+			w.at(msgT0.Add(89 * time.Second))
+			if got, err := tr.ForMessage(ctx, "tenant", pid, "t"); err != nil || len(got) != 1 {
+				t.Fatalf("the trace expired before its queue's lifetime: %+v, %v", got, err)
+			}
+			w.at(msgT0.Add(90 * time.Second))
+			if got, err := tr.ForMessage(ctx, "tenant", pid, "t"); err != nil || len(got) != 0 {
+				t.Fatalf("after the queue's 90 s: %+v, %v", got, err)
 			}
 		})
 	}
 }
 
+// Each recorded trace deletes up to ExpireBatch expired ones (100 by default).
+func TestTracesExpireBatch(t *testing.T) {
+	t.Parallel()
+	w, pid := tracesWorld(t)
+	tr := NewTraces(w.s, TracesOptions{})
+	ctx := context.Background()
+	for i := range 150 {
+		if _, err := tr.Record(ctx, "tenant", TraceInput{PartitionID: pid, TransactionID: fmt.Sprint("old", i), Data: json.RawMessage("1")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.at(msgT0.Add(time.Hour)) // every one of them expired
+	for _, want := range []int{51, 2} {
+		if _, err := tr.Record(ctx, "tenant", TraceInput{PartitionID: pid, TransactionID: "new", Data: json.RawMessage("1")}); err != nil {
+			t.Fatal(err)
+		}
+		if n := w.s.StoredTraces(); n != want {
+			t.Fatalf("%d traces stored, want %d", n, want)
+		}
+	}
+}
+
 func TestTracesRecordUnknownPartition(t *testing.T) {
 	t.Parallel()
-	tr := NewTraces(&fakeTraceStore{pid: tracesPID}, TracesOptions{})
+	w, _ := tracesWorld(t)
+	tr := NewTraces(w.s, TracesOptions{})
 	_, err := tr.Record(context.Background(), "tenant", TraceInput{PartitionID: "0196f1a0-0000-7000-8000-000000000002",
 		TransactionID: "t", Data: json.RawMessage("1")})
 	if !errors.Is(err, ErrNotFound) || err.Error() != "Partition not found" {
@@ -152,8 +166,8 @@ func TestTracesRecordUnknownPartition(t *testing.T) {
 
 func TestTracesRejectBadPages(t *testing.T) {
 	t.Parallel()
-	f := &fakeTraceStore{pid: tracesPID}
-	tr := NewTraces(f, TracesOptions{})
+	w, pid := tracesWorld(t)
+	tr := NewTraces(w.s, TracesOptions{})
 	ctx := context.Background()
 	for _, tt := range []struct {
 		name  string
@@ -172,19 +186,19 @@ func TestTracesRejectBadPages(t *testing.T) {
 			t.Errorf("%s: %v, want an InputError naming %s", tt.name, err, tt.param)
 		}
 	}
-	if f.calls != 0 {
+	if w.count() != 0 {
 		t.Fatal("the store was asked")
 	}
 	for _, call := range []func() error{
 		func() error { _, err := tr.ByName(ctx, "t", "n", MaxTracesLimit, MaxTracesOffset); return err },
 		func() error { _, err := tr.Names(ctx, "t", 1, 0); return err },
-		func() error { _, err := tr.ForMessage(ctx, "t", tracesPID, "x"); return err },
+		func() error { _, err := tr.ForMessage(ctx, "t", pid, "x"); return err },
 	} {
 		if err := call(); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if f.calls != 3 {
-		t.Fatalf("%d store calls, want 3", f.calls)
+	if w.count() != 3 {
+		t.Fatalf("%d store calls, want 3", w.count())
 	}
 }

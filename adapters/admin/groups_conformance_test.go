@@ -1,0 +1,15 @@
+package admin
+
+import (
+	"testing"
+
+	"github.com/queen-go/queen/ports/porttest"
+)
+
+// TestGroupStoreConformance runs the port's suite on a fresh database per case.
+func TestGroupStoreConformance(t *testing.T) {
+	porttest.Groups(t, func(t *testing.T) porttest.GroupFixture {
+		f := newFixture(t, Options{})
+		return porttest.GroupFixture{Store: f.admin, AdminWorld: adminWorld(f)}
+	})
+}
