@@ -1,8 +1,10 @@
 package admin
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/queen-go/queen/adapters/memory"
 	"github.com/queen-go/queen/core/dedup"
+	"github.com/queen-go/queen/core/push"
 	"github.com/queen-go/queen/core/segment"
 	"github.com/queen-go/queen/ports"
 )
@@ -27,6 +30,7 @@ type memWorld struct {
 
 	mu  sync.Mutex
 	now time.Time
+	ops map[string]int // calls of the admin ports by name (see calls)
 
 	calls atomic.Int64 // calls of the admin ports (see count)
 }
@@ -34,10 +38,18 @@ type memWorld struct {
 // newMemWorld returns an empty store whose clock reads now.
 func newMemWorld(t testing.TB, now time.Time) *memWorld {
 	t.Helper()
-	w := &memWorld{t: t, s: memory.NewStore(), codec: msgCodec(t), now: now}
+	w := &memWorld{t: t, s: memory.NewStore(), codec: msgCodec(t), now: now, ops: make(map[string]int)}
 	w.s.Now = w.clock
-	w.s.AdminFault = func(string) error { w.calls.Add(1); return nil }
+	w.s.AdminFault = func(op string) error { w.called(op); return nil }
 	return w
+}
+
+// called records a call of the admin port op.
+func (w *memWorld) called(op string) {
+	w.calls.Add(1)
+	w.mu.Lock()
+	w.ops[op]++
+	w.mu.Unlock()
 }
 
 func (w *memWorld) clock() time.Time {
@@ -57,10 +69,19 @@ func (w *memWorld) at(t time.Time) *memWorld {
 // count is the number of calls of the admin ports so far.
 func (w *memWorld) count() int { return int(w.calls.Load()) }
 
-// fail makes every call of the admin ports named op ("" = every one) fail with err.
+// callsOf is the number of calls of the admin port op so far ("MoveDeadLetter/remove"
+// counts the deletions MoveDeadLetter attempts).
+func (w *memWorld) callsOf(op string) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.ops[op]
+}
+
+// fail makes every call of the admin ports named op ("" = every one) fail with err;
+// "MoveDeadLetter/remove" fails the deletion of the row after a successful move.
 func (w *memWorld) fail(op string, err error) {
 	w.s.AdminFault = func(got string) error {
-		w.calls.Add(1)
+		w.called(got)
 		if op == "" || got == op {
 			return err
 		}
@@ -150,13 +171,15 @@ func (w *memWorld) ack(c ports.Claim, group, lease, txn string, st ports.AckStat
 }
 
 // kill pops the next message of queue/partition for group and dead-letters it (txn is
-// its transaction id) with reason.
-func (w *memWorld) kill(tenant, queue, partition, group, txn, reason string) {
+// its transaction id) with reason, and returns the dead-letter row written.
+func (w *memWorld) kill(tenant, queue, partition, group, txn, reason string) ports.DeadLetter {
 	w.t.Helper()
 	lease, c := w.pop(tenant, queue, partition, group, 1, false)
 	if r := w.ack(c, group, lease, txn, ports.AckDLQ, reason); !r.DLQ {
 		w.t.Fatalf("dead-lettering %s as %s: %+v", txn, group, r)
 	}
+	rows := w.s.DeadLetters(c.PartitionID)
+	return rows[len(rows)-1]
 }
 
 // deadIDs lists the ids of the dead letters stored, in the order they were written.
@@ -166,4 +189,76 @@ func (w *memWorld) deadIDs() []string {
 		out = append(out, d.ID)
 	}
 	return out
+}
+
+// memPusher is the push use case as replays use it (Pusher), over the world's store:
+// each push, of one item, is one segment of its partition, answered duplicate (with the
+// offset and id of the message already there) when the partition holds its transaction
+// id within the dedup window. With status set it answers that instead and stores
+// nothing (a push the spool took, or one that failed). It records what it was asked to
+// push and by whom.
+type memPusher struct {
+	w      *memWorld
+	status push.Status
+
+	mu     sync.Mutex
+	pushes []push.Item
+	subs   []string // the producer of each push
+}
+
+// pusher returns a pusher into the world's store.
+func (w *memWorld) pusher() *memPusher { return &memPusher{w: w} }
+
+func (p *memPusher) Push(ctx context.Context, tenant, producerSub string, items []push.Item) []push.Result {
+	p.mu.Lock()
+	p.pushes = append(p.pushes, items...)
+	p.subs = append(p.subs, producerSub)
+	status := p.status
+	p.mu.Unlock()
+	out := make([]push.Result, len(items))
+	if len(items) != 1 {
+		p.w.t.Errorf("a push of %d items: the test pusher pushes one at a time", len(items))
+		for i := range out {
+			out[i] = push.Result{Index: i, Status: push.StatusError}
+		}
+		return out
+	}
+	it := items[0]
+	id := uuid.New()
+	r := push.Result{MessageID: id, TransactionID: cmp.Or(it.TransactionID, id.String()), Queue: it.Queue,
+		Partition: cmp.Or(it.Partition, push.DefaultPartition)}
+	if status != "" {
+		r.Status = status
+		return []push.Result{r}
+	}
+	f := segment.Frame{ID: id, TransactionID: r.TransactionID, ProducerSub: producerSub, Payload: it.Payload}
+	h := dedup.Hash(r.TransactionID)
+	res, err := p.w.s.PushSegments(ctx, []ports.Segment{{Tenant: tenant, Queue: r.Queue, Partition: r.Partition,
+		Count: 1, Hashes: h[:], Verified: -1, Blob: p.w.codec.Encode([]segment.Frame{f})}})
+	switch {
+	case err != nil:
+		p.w.t.Errorf("push of %s to %s/%s: %v", r.TransactionID, r.Queue, r.Partition, err)
+		r.Status = push.StatusError
+	case res[0].Status == ports.SegmentQueued:
+		r.Status, r.PartitionID, r.Offset, r.HasOffset = push.StatusQueued, res[0].PartitionID, res[0].BaseOffset, true
+	case res[0].Status == ports.SegmentDuplicate && len(res[0].Dups) == 1:
+		r.Status, r.PartitionID, r.Offset, r.HasOffset = push.StatusDuplicate, res[0].PartitionID, res[0].Dups[0].Offset, true
+		r.MessageID = [16]byte{} // the original's, when its segment is still stored
+		if sg, ok, err := p.w.s.SegmentAt(ctx, r.PartitionID, r.Offset); err == nil && ok {
+			if fs, err := p.w.codec.Decode(sg.Blob); err == nil && r.Offset-sg.BaseOffset < int64(len(fs)) {
+				r.MessageID = fs[r.Offset-sg.BaseOffset].ID
+			}
+		}
+	default:
+		p.w.t.Errorf("push of %s to %s/%s: %+v", r.TransactionID, r.Queue, r.Partition, res[0])
+		r.Status = push.StatusError
+	}
+	return []push.Result{r}
+}
+
+// pushed returns copies of the items pushed and of their producers, in push order.
+func (p *memPusher) pushed() ([]push.Item, []string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.pushes), slices.Clone(p.subs)
 }

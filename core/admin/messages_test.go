@@ -76,33 +76,67 @@ func TestMessagesStateOf(t *testing.T) {
 	}
 }
 
+// msgBrowse is the browse fixture: the use case over the memory store of w (through
+// spy), and the ids of partitions q/a and q/b.
+type msgBrowse struct {
+	m    *Messages
+	w    *memWorld
+	spy  *msgSpy
+	a, b string
+}
+
+// msgSpy is the memory store's MessageStore, recording the segments whose blobs were read.
+type msgSpy struct {
+	ports.MessageStore
+
+	mu        sync.Mutex
+	blobReads []ports.SegmentRef
+}
+
+func (s *msgSpy) SegmentBlobs(ctx context.Context, refs []ports.SegmentRef) ([]ports.SegmentBlob, error) {
+	s.mu.Lock()
+	s.blobReads = append(s.blobReads, refs...)
+	s.mu.Unlock()
+	return s.MessageStore.SegmentBlobs(ctx, refs)
+}
+
 // msgBrowseFixture: queue q (namespace ns, task tk) partitions a and b, and queue r, with
 // segments committed one second apart, oldest first:
 //
 //	a: a0 a1 a2 (t0)   b: b0 (t0+1s)   a: a3 (t0+2s)   r/x: r0 (t0+3s)   b: b1 b2 (t0+4s)
 //
-// Group g committed a0..a1 and leases a2..a3; b has no cursor; b1 is dead-lettered.
-func msgBrowseFixture(t *testing.T) (*Messages, *fakeMessages) {
+// Group g committed a0..a1 and leases a2..a3; b has no cursor (b1 was dead-lettered, at
+// t0+5s, by group gone, deleted since). The clock reads t0+1min.
+func msgBrowseFixture(t *testing.T) *msgBrowse {
 	t.Helper()
-	codec := msgCodec(t)
-	f := newFakeMessages(codec, msgT0.Add(time.Minute))
-	a, b := f.partition("q", "a"), f.partition("q", "b")
-	r := f.partition("r", "x")
-	for _, p := range []*ports.MessagePartition{a, b} {
-		p.Queue.Namespace, p.Queue.Task = "ns", "tk"
-	}
+	w := newMemWorld(t, msgT0)
+	w.configure("tenant", "q", func(c *ports.QueueConfig) { c.Namespace, c.Task = "ns", "tk" })
 	fr := func(txn, payload string) segment.Frame {
 		return segment.Frame{TransactionID: txn, Payload: []byte(payload)}
 	}
-	f.append(a, msgT0, fr("a0", `0`), fr("a1", `1`), fr("a2", `2`))
-	f.append(b, msgT0.Add(time.Second), fr("b0", `"b"`))
-	f.append(a, msgT0.Add(2*time.Second), fr("a3", `3`))
-	f.append(r, msgT0.Add(3*time.Second), fr("r0", `null`))
-	f.append(b, msgT0.Add(4*time.Second), fr("b1", `{"b":1}`), fr("b2", `{"b":2}`))
-	a.Cursors = []ports.GroupCursor{{Group: "g", Committed: 1, BatchEnd: 3, LeaseExpires: msgT0.Add(time.Hour)}}
-	f.kill(b, 1, "g", msgT0.Add(5*time.Second))
-	m := NewMessages(f, MessagesOptions{Codec: codec, Logger: msgQuiet, Now: func() time.Time { return msgT0.Add(time.Minute) }})
-	return m, f
+	f := &msgBrowse{w: w}
+	f.a = w.push("tenant", "q", "a", fr("a0", `0`), fr("a1", `1`), fr("a2", `2`)).PartitionID
+	f.b = w.at(msgT0.Add(time.Second)).push("tenant", "q", "b", fr("b0", `"b"`)).PartitionID
+	w.at(msgT0.Add(2*time.Second)).push("tenant", "q", "a", fr("a3", `3`))
+	w.at(msgT0.Add(3*time.Second)).push("tenant", "r", "x", fr("r0", `null`))
+	w.at(msgT0.Add(4*time.Second)).push("tenant", "q", "b", fr("b1", `{"b":1}`), fr("b2", `{"b":2}`))
+
+	w.at(msgT0.Add(5 * time.Second))
+	w.pop("tenant", "q", "b", "gone", 1, true) // b0
+	w.kill("tenant", "q", "b", "gone", "b1", "gone's failure")
+	if d, err := w.s.DeleteGroup(context.Background(), "tenant", "gone", "q", true); err != nil || d.Cursors != 1 {
+		t.Fatalf("deleting group gone: %+v %v", d, err)
+	}
+	lease, c := w.pop("tenant", "q", "a", "g", 2, false) // a0 a1
+	w.ack(c, "g", lease, "a1", ports.AckCompleted, "")
+	if _, c = w.pop("tenant", "q", "a", "g", 2, false); c.Start != 2 || c.End != 3 {
+		t.Fatalf("g leases %d..%d, want 2..3", c.Start, c.End)
+	}
+	w.at(msgT0.Add(time.Minute))
+
+	f.spy = &msgSpy{MessageStore: w.s.Messages()}
+	f.m = NewMessages(f.spy, MessagesOptions{Codec: w.codec, Logger: msgQuiet, Now: w.clock})
+	return f
 }
 
 func msgTxnsOf(l MessageList) []string {
@@ -142,24 +176,24 @@ func TestMessagesList(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			m, f := msgBrowseFixture(t)
-			m.opts.ScanBatch = max(tt.scanBatch, 1)
+			f := msgBrowseFixture(t)
+			f.m.opts.ScanBatch = max(tt.scanBatch, 1)
 			if tt.q.From.IsZero() {
 				tt.q.From = msgT0.Add(-time.Hour)
 			}
-			l, err := m.List(context.Background(), "tenant", tt.q)
+			l, err := f.m.List(context.Background(), "tenant", tt.q)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if got := msgTxnsOf(l); !slices.Equal(got, tt.want) {
 				t.Fatalf("listed %v, want %v", got, tt.want)
 			}
-			if tt.browses > 0 && f.browses != tt.browses {
-				t.Errorf("%d store steps, want %d", f.browses, tt.browses)
+			if n := f.w.callsOf("BrowseSegments"); tt.browses > 0 && n != tt.browses {
+				t.Errorf("%d store steps, want %d", n, tt.browses)
 			}
 			// Only the page's segments are read, each once.
 			seen := map[ports.SegmentRef]bool{}
-			for _, r := range f.blobReads {
+			for _, r := range f.spy.blobReads {
 				if seen[r] {
 					t.Errorf("segment %+v read twice", r)
 				}
@@ -178,8 +212,8 @@ func TestMessagesList(t *testing.T) {
 
 func TestMessagesListFields(t *testing.T) {
 	t.Parallel()
-	m, _ := msgBrowseFixture(t)
-	l, err := m.List(context.Background(), "tenant", MessageQuery{Queue: "q", Limit: 100})
+	f := msgBrowseFixture(t)
+	l, err := f.m.List(context.Background(), "tenant", MessageQuery{Queue: "q", Limit: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,14 +246,24 @@ func TestMessagesListFields(t *testing.T) {
 	}
 }
 
+// TestMessagesListDefaultWindow: without from, a browse lists the messages committed
+// since DefaultMessagesWindow before now, that instant included, with no end.
 func TestMessagesListDefaultWindow(t *testing.T) {
 	t.Parallel()
-	m, f := msgBrowseFixture(t)
-	if _, err := m.List(context.Background(), "tenant", MessageQuery{Limit: 1}); err != nil {
+	now := msgT0.Add(time.Minute)
+	from := now.Add(-DefaultMessagesWindow)
+	w := newMemWorld(t, from.Add(-time.Nanosecond))
+	w.pushTxns("tenant", "q", "p", "before")
+	w.at(from).pushTxns("tenant", "q", "p", "from")
+	w.at(now.Add(24*time.Hour)).pushTxns("tenant", "q", "p", "later")
+	w.at(now)
+	m := NewMessages(w.s.Messages(), MessagesOptions{Codec: w.codec, Logger: msgQuiet, Now: w.clock})
+	l, err := m.List(context.Background(), "tenant", MessageQuery{Limit: 10})
+	if err != nil {
 		t.Fatal(err)
 	}
-	if want := msgT0.Add(time.Minute - DefaultMessagesWindow); !f.lastFilter.From.Equal(want) || !f.lastFilter.To.IsZero() {
-		t.Fatalf("window %v..%v, want from %v and no end", f.lastFilter.From, f.lastFilter.To, want)
+	if got := msgTxnsOf(l); !slices.Equal(got, []string{"later", "from"}) {
+		t.Fatalf("listed %v, want the messages from %v on, with no end", got, from)
 	}
 }
 
@@ -239,29 +283,46 @@ func TestMessagesListRejectsBadQueries(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			m, f := msgBrowseFixture(t)
-			_, err := m.List(context.Background(), "tenant", tt.q)
+			f := msgBrowseFixture(t)
+			before := f.w.count()
+			_, err := f.m.List(context.Background(), "tenant", tt.q)
 			var ie *InputError
 			if !errors.As(err, &ie) || ie.Param != tt.param {
 				t.Fatalf("err %v, want an InputError naming %s", err, tt.param)
 			}
-			if f.browses != 0 {
+			if f.w.count() != before {
 				t.Fatal("the store was asked")
 			}
 		})
 	}
 }
 
+// msgSameGroups compares group states, error messages by value.
+func msgSameGroups(got, want []GroupState) bool {
+	return slices.EqualFunc(got, want, func(a, b GroupState) bool {
+		return a.Group == b.Group && a.Status == b.Status && a.LeaseExpires.Equal(b.LeaseExpires) &&
+			a.RetryCount == b.RetryCount && (a.ErrorMessage == nil) == (b.ErrorMessage == nil) &&
+			(a.ErrorMessage == nil || *a.ErrorMessage == *b.ErrorMessage)
+	})
+}
+
 func TestMessagesGet(t *testing.T) {
 	t.Parallel()
-	m, f := msgBrowseFixture(t)
-	a, b := f.partition("q", "a"), f.partition("q", "b")
-	b.Cursors = []ports.GroupCursor{{Group: ports.QueueModeGroup, Committed: 0, BatchEnd: 0}, {Group: "g", Committed: 2, BatchEnd: 2}}
-	msg := "boom"
-	f.dead[0].ErrorMessage, f.dead[0].RetryCount = &msg, 2
+	f := msgBrowseFixture(t)
+	w, m := f.w, f.m
+	// On b, the queue-mode group consumed b0, and g, after two failures, dead-lettered b1
+	// (the newest of its two rows).
+	w.pop("tenant", "q", "b", ports.QueueModeGroup, 1, true)
+	lease, c := w.pop("tenant", "q", "b", "g", 1, false)
+	w.ack(c, "g", lease, "b0", ports.AckCompleted, "")
+	for range 2 {
+		lease, c = w.pop("tenant", "q", "b", "g", 1, false)
+		w.ack(c, "g", lease, "b1", ports.AckFailed, "try")
+	}
+	w.kill("tenant", "q", "b", "g", "b1", "boom")
 	ctx := context.Background()
 
-	d, err := m.Get(ctx, "tenant", a.ID, "a2")
+	d, err := m.Get(ctx, "tenant", f.a, "a2")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,14 +331,15 @@ func TestMessagesGet(t *testing.T) {
 		d.ErrorMessage != nil {
 		t.Fatalf("a2: %+v", d)
 	}
-	d, err = m.Get(ctx, "tenant", b.ID, "b1")
+	d, err = m.Get(ctx, "tenant", f.b, "b1")
 	if err != nil {
 		t.Fatal(err)
 	}
+	msg := "boom"
 	want := []GroupState{{Group: ports.QueueModeGroup, Status: StatusPending},
 		{Group: "g", Status: StatusDeadLetter, ErrorMessage: &msg, RetryCount: 2}}
-	if d.Status != StatusDeadLetter || d.ErrorMessage != &msg || d.RetryCount != 2 ||
-		d.Mode != (Mode{HasQueueMode: true, BusGroups: 1, Type: ModeHybrid}) || !slices.Equal(d.Groups, want) {
+	if d.Status != StatusDeadLetter || d.ErrorMessage == nil || *d.ErrorMessage != msg || d.RetryCount != 2 ||
+		d.Mode != (Mode{HasQueueMode: true, BusGroups: 1, Type: ModeHybrid}) || !msgSameGroups(d.Groups, want) {
 		t.Fatalf("b1: %+v, want dead_letter with groups %+v", d, want)
 	}
 
@@ -285,12 +347,12 @@ func TestMessagesGet(t *testing.T) {
 		name, pid, txn string
 		param          string // "" = not found
 	}{
-		{"unknown transaction id", a.ID, "zz", ""},
-		{"another partition's message", a.ID, "b1", ""},
+		{"unknown transaction id", f.a, "zz", ""},
+		{"another partition's message", f.a, "b1", ""},
 		{"unknown partition", "00000000-0000-4000-8000-000000000000", "a1", ""},
 		{"partition id not a UUID", "a", "a1", "partitionId"},
-		{"empty transaction id", a.ID, "", "transactionId"},
-		{"control character", a.ID, "a\x01", "transactionId"},
+		{"empty transaction id", f.a, "", "transactionId"},
+		{"control character", f.a, "a\x01", "transactionId"},
 	} {
 		_, err := m.Get(ctx, "tenant", tt.pid, tt.txn)
 		var ie *InputError
@@ -307,34 +369,34 @@ func TestMessagesGet(t *testing.T) {
 // not the one asked for (another id with the same hash): not found.
 func TestMessagesGetHashCollision(t *testing.T) {
 	t.Parallel()
-	m, f := msgBrowseFixture(t)
-	a := f.partition("q", "a")
-	m.store = msgCollidingStore{f}
-	if _, err := m.Get(context.Background(), "tenant", a.ID, "not-a0"); !errors.Is(err, ErrNotFound) {
+	f := msgBrowseFixture(t)
+	f.m.store = msgCollidingStore{f.m.store}
+	if _, err := f.m.Get(context.Background(), "tenant", f.a, "not-a0"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("err %v, want not found", err)
 	}
 }
 
-// msgCollidingStore resolves every hash to the partition's first message.
-type msgCollidingStore struct{ *fakeMessages }
+// msgCollidingStore resolves every hash to the partition's message a0.
+type msgCollidingStore struct{ ports.MessageStore }
 
 func (c msgCollidingStore) FindMessage(ctx context.Context, tenant, pid string, _ [16]byte) (ports.StoredMessage, bool, error) {
-	return c.fakeMessages.FindMessage(ctx, tenant, pid, dedup.Hash("a0"))
+	return c.MessageStore.FindMessage(ctx, tenant, pid, dedup.Hash("a0"))
 }
 
-// msgReplayFixture: a message dead-lettered by group g in q/p, and the use case with a
-// pusher into the same fake.
-func msgReplayFixture(t *testing.T, sealer *envelope.Sealer, frame segment.Frame) (*Messages, *fakeMessages, *fakePusher, ports.DeadLetter) {
+// msgReplayFixture: a message of q/p dead-lettered by group g at t0, and the use case with
+// a pusher into the same store. The clock reads t0+1s.
+func msgReplayFixture(t *testing.T, sealer *envelope.Sealer, frame segment.Frame) (*Messages, *memWorld, *memPusher, ports.DeadLetter) {
 	t.Helper()
-	codec := msgCodec(t)
-	f := newFakeMessages(codec, msgT0)
-	p := f.partition("q", "p")
-	f.append(p, msgT0, frame)
-	d := f.kill(p, 0, "g", msgT0)
-	pusher := &fakePusher{store: f, at: msgT0.Add(time.Second)}
-	m := NewMessages(f, MessagesOptions{Codec: codec, Sealer: sealer, Push: pusher, Logger: msgQuiet})
-	return m, f, pusher, d
+	w := newMemWorld(t, msgT0)
+	w.push("tenant", "q", "p", frame)
+	d := w.kill("tenant", "q", "p", "g", frame.TransactionID, "rejected")
+	w.at(msgT0.Add(time.Second))
+	pusher := w.pusher()
+	m := NewMessages(w.s.Messages(), MessagesOptions{Codec: w.codec, Sealer: sealer, Push: pusher, Logger: msgQuiet})
+	return m, w, pusher, d
 }
+
+var errMsgStore = errors.New("store failure")
 
 func TestMessagesReplay(t *testing.T) {
 	t.Parallel()
@@ -352,7 +414,7 @@ func TestMessagesReplay(t *testing.T) {
 		name   string
 		frame  segment.Frame
 		sealer *envelope.Sealer
-		setup  func(f *fakeMessages, p *fakePusher, m *Messages, d ports.DeadLetter)
+		setup  func(w *memWorld, p *memPusher, m *Messages, d ports.DeadLetter)
 		to     ReplayTarget
 		// want
 		result      string // Replay.Result, or ReplayError.Result
@@ -369,43 +431,45 @@ func TestMessagesReplay(t *testing.T) {
 		{name: "encrypted, decrypted to be pushed again", frame: segment.Frame{TransactionID: "t", Payload: sealed, Encrypted: true},
 			sealer: sealer, result: ReplayMoved, removed: &yes, pushes: 1, payload: `{"secret":1}`},
 		{name: "already pushed by an earlier replay", frame: plain,
-			setup: func(f *fakeMessages, _ *fakePusher, _ *Messages, d ports.DeadLetter) {
-				f.append(f.partition("q", "p"), msgT0, segment.Frame{TransactionID: "dlq:" + d.ID, Payload: []byte(`{"v":1}`)})
+			setup: func(w *memWorld, _ *memPusher, _ *Messages, d ports.DeadLetter) {
+				w.push("tenant", "q", "p", segment.Frame{TransactionID: "dlq:" + d.ID, Payload: []byte(`{"v":1}`)})
 			},
 			result: ReplayDuplicate, removed: &yes, pushes: 1, payload: `{"v": 1}`},
 		{name: "a decoy under the derived id", frame: plain,
-			setup: func(f *fakeMessages, _ *fakePusher, _ *Messages, d ports.DeadLetter) {
-				f.append(f.partition("q", "p"), msgT0, segment.Frame{TransactionID: "dlq:" + d.ID, Payload: []byte(`"decoy"`)})
+			setup: func(w *memWorld, _ *memPusher, _ *Messages, d ports.DeadLetter) {
+				w.push("tenant", "q", "p", segment.Frame{TransactionID: "dlq:" + d.ID, Payload: []byte(`"decoy"`)})
 			},
 			result: ReplayDuplicate, removed: &no, keptRow: true, pushes: 1, payload: `{"v": 1}`},
-		{name: "spooled", frame: plain, setup: func(_ *fakeMessages, p *fakePusher, _ *Messages, _ ports.DeadLetter) { p.status = push.StatusBuffered },
+		{name: "spooled", frame: plain, setup: func(_ *memWorld, p *memPusher, _ *Messages, _ ports.DeadLetter) { p.status = push.StatusBuffered },
 			result: ReplayBuffered, refused: true, removed: &no, keptRow: true, pushes: 1, payload: `{"v": 1}`, unavailable: true},
 		{name: "spooled by maintenance switched on meanwhile", frame: plain,
-			setup: func(_ *fakeMessages, p *fakePusher, m *Messages, _ ports.DeadLetter) {
+			setup: func(_ *memWorld, p *memPusher, m *Messages, _ ports.DeadLetter) {
 				p.status = push.StatusBuffered
 				calls := 0
 				m.opts.PushPaused = func() bool { calls++; return calls > 1 }
 			},
 			result: ReplayMaintenance, refused: true, removed: &no, keptRow: true, pushes: 1, payload: `{"v": 1}`, unavailable: true},
-		{name: "push failed", frame: plain, setup: func(_ *fakeMessages, p *fakePusher, _ *Messages, _ ports.DeadLetter) { p.status = push.StatusFailed },
+		{name: "push failed", frame: plain, setup: func(_ *memWorld, p *memPusher, _ *Messages, _ ports.DeadLetter) { p.status = push.StatusFailed },
 			result: ReplayFailed, refused: true, removed: &no, keptRow: true, pushes: 1, payload: `{"v": 1}`},
 		{name: "push maintenance", frame: plain,
-			setup: func(_ *fakeMessages, _ *fakePusher, m *Messages, _ ports.DeadLetter) {
+			setup: func(_ *memWorld, _ *memPusher, m *Messages, _ ports.DeadLetter) {
 				m.opts.PushPaused = func() bool { return true }
 			},
 			result: ReplayMaintenance, refused: true, removed: &no, keptRow: true, unavailable: true},
 		{name: "encrypted without the key", frame: segment.Frame{TransactionID: "t", Payload: sealed, Encrypted: true},
 			result: ReplayFailed, refused: true, removed: &no, keptRow: true},
 		{name: "row deletion fails after the push", frame: plain,
-			setup:  func(f *fakeMessages, _ *fakePusher, _ *Messages, _ ports.DeadLetter) { f.removeErr = errMsgFake },
+			setup: func(w *memWorld, _ *memPusher, _ *Messages, _ ports.DeadLetter) {
+				w.fail("MoveDeadLetter/remove", errMsgStore)
+			},
 			result: ReplayMoved, refused: true, removed: nil, keptRow: true, pushes: 1, payload: `{"v": 1}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			m, f, pusher, d := msgReplayFixture(t, tt.sealer, tt.frame)
+			m, w, pusher, d := msgReplayFixture(t, tt.sealer, tt.frame)
 			if tt.setup != nil {
-				tt.setup(f, pusher, m, d)
+				tt.setup(w, pusher, m, d)
 			}
 			rep, err := m.Replay(context.Background(), "tenant", d.ID, tt.to)
 			var re *ReplayError
@@ -431,17 +495,18 @@ func TestMessagesReplay(t *testing.T) {
 					t.Fatalf("replay %+v, want %s to %s/%s removing the row: %v", rep, tt.result, wantQ, wantP, *tt.removed)
 				}
 			}
-			if kept := slices.ContainsFunc(f.dead, func(x ports.DeadLetter) bool { return x.ID == d.ID }); kept != tt.keptRow {
+			if kept := slices.Contains(w.deadIDs(), d.ID); kept != tt.keptRow {
 				t.Errorf("row kept: %v, want %v", kept, tt.keptRow)
 			}
-			if len(pusher.pushes) != tt.pushes {
-				t.Fatalf("%d pushes, want %d", len(pusher.pushes), tt.pushes)
+			pushes, subs := pusher.pushed()
+			if len(pushes) != tt.pushes {
+				t.Fatalf("%d pushes, want %d", len(pushes), tt.pushes)
 			}
 			if tt.pushes > 0 {
-				it := pusher.pushes[0]
-				if string(it.Payload) != tt.payload || it.TransactionID != "dlq:"+d.ID || pusher.subs[0] != tt.frame.ProducerSub {
+				it := pushes[0]
+				if string(it.Payload) != tt.payload || it.TransactionID != "dlq:"+d.ID || subs[0] != tt.frame.ProducerSub {
 					t.Errorf("pushed %+v (payload %s) by %q, want payload %s as dlq:%s by the original producer",
-						it, it.Payload, pusher.subs[0], tt.payload, d.ID)
+						it, it.Payload, subs[0], tt.payload, d.ID)
 				}
 			}
 		})
@@ -451,7 +516,7 @@ func TestMessagesReplay(t *testing.T) {
 // TestMessagesReplayIsIdempotent: two replays of one row, concurrent or not, push one message.
 func TestMessagesReplayIsIdempotent(t *testing.T) {
 	t.Parallel()
-	m, f, pusher, d := msgReplayFixture(t, nil, segment.Frame{TransactionID: "t", Payload: []byte(`1`)})
+	m, w, pusher, d := msgReplayFixture(t, nil, segment.Frame{TransactionID: "t", Payload: []byte(`1`)})
 	var wg sync.WaitGroup
 	results := make([]string, 3)
 	for i := range results {
@@ -472,8 +537,10 @@ func TestMessagesReplayIsIdempotent(t *testing.T) {
 	if !slices.Equal(results, []string{"gone", "gone", ReplayMoved}) {
 		t.Fatalf("results %v, want one move", results)
 	}
-	if len(pusher.pushes) != 1 || f.partition("q", "p").LastOffset != 1 {
-		t.Fatalf("%d pushes, last offset %d", len(pusher.pushes), f.partition("q", "p").LastOffset)
+	pushes, _ := pusher.pushed()
+	segs := w.s.Segments("tenant", "q", "p")
+	if last := segs[len(segs)-1]; len(pushes) != 1 || last.BaseOffset+int64(last.Count)-1 != 1 {
+		t.Fatalf("%d pushes, last offset %d", len(pushes), last.BaseOffset+int64(last.Count)-1)
 	}
 }
 
@@ -501,7 +568,7 @@ func TestMessagesReplayRejects(t *testing.T) {
 			t.Errorf("%s: %v, want an InputError naming %s", tt.name, err, tt.param)
 		}
 	}
-	if len(pusher.pushes) != 0 {
+	if pushes, _ := pusher.pushed(); len(pushes) != 0 {
 		t.Fatal("a rejected replay pushed")
 	}
 	unconfigured := NewMessages(m.store, MessagesOptions{})
@@ -512,41 +579,40 @@ func TestMessagesReplayRejects(t *testing.T) {
 
 func TestMessagesRetryReplaysTheNewestRow(t *testing.T) {
 	t.Parallel()
-	m, f, pusher, older := msgReplayFixture(t, nil, segment.Frame{TransactionID: "t", Payload: []byte(`1`)})
-	p := f.partition("q", "p")
-	newer := f.kill(p, 0, "h", msgT0.Add(time.Minute))
+	m, w, pusher, older := msgReplayFixture(t, nil, segment.Frame{TransactionID: "t", Payload: []byte(`1`)})
+	newer := w.at(msgT0.Add(time.Minute)).kill("tenant", "q", "p", "h", "t", "rejected by h")
+	pid := older.PartitionID
 	ctx := context.Background()
-	rep, err := m.Retry(ctx, "tenant", p.ID, "t")
+	rep, err := m.Retry(ctx, "tenant", pid, "t")
 	if err != nil || rep.DeadLetterID != newer.ID || rep.ConsumerGroup != "h" {
 		t.Fatalf("retry: %+v %v, want the newest row %s", rep, err, newer.ID)
 	}
-	if rep, err = m.Retry(ctx, "tenant", p.ID, "t"); err != nil || rep.DeadLetterID != older.ID {
+	if rep, err = m.Retry(ctx, "tenant", pid, "t"); err != nil || rep.DeadLetterID != older.ID {
 		t.Fatalf("second retry: %+v %v, want the older row %s", rep, err, older.ID)
 	}
-	if _, err = m.Retry(ctx, "tenant", p.ID, "t"); !errors.Is(err, ErrNotFound) {
+	if _, err = m.Retry(ctx, "tenant", pid, "t"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("third retry: %v, want not found", err)
 	}
-	if len(pusher.pushes) != 2 {
-		t.Fatalf("%d pushes, want 2", len(pusher.pushes))
+	if pushes, _ := pusher.pushed(); len(pushes) != 2 {
+		t.Fatalf("%d pushes, want 2", len(pushes))
 	}
 	m.opts.PushPaused = func() bool { return true }
 	var re *ReplayError
-	if _, err = m.Retry(ctx, "tenant", p.ID, "t"); !errors.As(err, &re) || re.Result != ReplayMaintenance {
+	if _, err = m.Retry(ctx, "tenant", pid, "t"); !errors.As(err, &re) || re.Result != ReplayMaintenance {
 		t.Fatalf("retry during maintenance: %v", err)
 	}
 }
 
 func TestMessagesDeadLetterDeletion(t *testing.T) {
 	t.Parallel()
-	m, f, _, d := msgReplayFixture(t, nil, segment.Frame{TransactionID: "t", Payload: []byte(`1`)})
+	m, w, _, d := msgReplayFixture(t, nil, segment.Frame{TransactionID: "t", Payload: []byte(`1`)})
 	ctx := context.Background()
-	p := f.partition("q", "p")
-	f.kill(p, 0, "h", msgT0)
+	w.kill("tenant", "q", "p", "h", "t", "rejected by h")
 	if err := m.DeleteDeadLetter(ctx, "tenant", d.PartitionID, "t"); err != nil {
 		t.Fatal(err)
 	}
-	if len(f.dead) != 0 {
-		t.Fatalf("%d rows left, want every group's row of the message gone", len(f.dead))
+	if left := w.deadIDs(); len(left) != 0 {
+		t.Fatalf("%d rows left, want every group's row of the message gone", len(left))
 	}
 	if err := m.DeleteDeadLetter(ctx, "tenant", d.PartitionID, "t"); !errors.Is(err, ErrNotFound) || err.Error() != "Message not found" {
 		t.Fatalf("second deletion: %v", err)
@@ -556,8 +622,10 @@ func TestMessagesDeadLetterDeletion(t *testing.T) {
 		t.Fatalf("bad partition id: %v", err)
 	}
 
-	for _, g := range []string{"g", "h", "g"} {
-		f.kill(p, 0, g, msgT0)
+	// Rows of q: g's of u1 and u2, h's of u1.
+	w.pushTxns("tenant", "q", "p", "u1", "u2")
+	for _, k := range []struct{ group, txn string }{{"g", "u1"}, {"h", "u1"}, {"g", "u2"}} {
+		w.kill("tenant", "q", "p", k.group, k.txn, "rejected")
 	}
 	if _, err := m.PurgeDeadLetters(ctx, "tenant", "", "g"); !errors.As(err, &ie) || ie.Param != "queue" {
 		t.Fatalf("purge without a queue: %v", err)
