@@ -147,6 +147,7 @@ DECLARE
     c            record;
     v_from       timestamptz;
     v_committed  bigint;
+    v_log_start  bigint;
     v_end        bigint;
     v_vis        bigint;
     v_attempt    integer;
@@ -285,8 +286,12 @@ BEGIN
                 -- cursor for a partition being deleted (a queue deletion holds it FOR
                 -- UPDATE) or deleted. Skipped rather than waited for: see Locks above.
                 -- Pushes lock partitions FOR NO KEY UPDATE, which does not conflict.
-                PERFORM 1 FROM queen.log_partitions lp WHERE lp.id = v_pid FOR KEY SHARE SKIP LOCKED;
+                -- The lock also holds retention off the partition (it trims only under a
+                -- FOR UPDATE lock of it, 012_retention.sql): log_start as read now stays.
+                SELECT lp.log_start INTO v_log_start
+                  FROM queen.log_partitions lp WHERE lp.id = v_pid FOR KEY SHARE SKIP LOCKED;
                 EXIT try WHEN NOT FOUND;
+                v_committed := greatest(v_committed, v_log_start - 1);
                 INSERT INTO queen.log_consumers AS lc (partition_id, consumer_group, committed, batch_end)
                 VALUES (v_pid, p_group, v_committed, v_committed)
                 ON CONFLICT ON CONSTRAINT log_consumers_pkey DO NOTHING;
@@ -295,6 +300,12 @@ BEGIN
                        NULL::timestamptz AS lease_expires_at, -1::bigint AS delivery_start,
                        0 AS delivery_attempt
                   INTO c;
+            ELSE
+                -- Retention trims a partition only while it holds every cursor row of it
+                -- (012_retention.sql), so log_start read under this cursor's lock stays
+                -- until the claim commits: the segments read below are all there. The
+                -- log_start read above without a lock may be older.
+                SELECT lp.log_start INTO v_log_start FROM queen.log_partitions lp WHERE lp.id = v_pid;
             END IF;
             -- Again on the newest version of the row, which the lock read.
             IF c.lease_id IS NOT NULL AND c.lease_expires_at > v_now THEN
@@ -303,7 +314,7 @@ BEGIN
                 EXIT try;
             END IF;
             v_verdict := 2;
-            v_committed := greatest(c.committed, p.log_start - 1);
+            v_committed := greatest(c.committed, v_log_start - 1);
             EXIT try WHEN v_committed >= p.last_offset;
             v_end := least(v_committed + v_left, p.last_offset);
             -- delayedProcessing: only segments at least D seconds old are visible.

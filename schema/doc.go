@@ -57,6 +57,11 @@
 //     their queue's retention, a batch of expired ones deleted on every insert), and the
 //     dlq_offset index of dead letters by (partition, offset).
 //
+//   - 012_retention.sql: the retention cycle's bounded steps (core/retention):
+//     log_retention_step_v1 trims expired segment prefixes and hash rows, moving
+//     log_start and txns_start, under partition and cursor locks taken SKIP LOCKED;
+//     log_purge_dead_letters_v1, log_purge_traces_v1 and log_drop_empty_partitions_v1.
+//
 // 008_upgrade.sql changes databases created by older versions of these files (guarded,
 // so it does nothing on a current database).
 //

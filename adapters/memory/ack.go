@@ -264,6 +264,9 @@ func (p *partition) spanMatch(items []ports.AckItem, g []int, c *consumer) map[i
 	}
 	copies := make(map[[16]byte][]int64)
 	for _, sg := range p.segs {
+		if sg.hashGone { // retention deleted the sidecar row (log_span_hashes_v1 reads none)
+			continue
+		}
 		for k := range sg.Count {
 			off := sg.BaseOffset + int64(k)
 			if off > c.committed && off <= c.batchEnd {
@@ -292,7 +295,7 @@ func (p *partition) resolve(h [16]byte, committed int64, cutoff time.Time) (int6
 		best, found := int64(-1), false
 		for _, sg := range p.segs {
 			end := sg.BaseOffset + int64(sg.Count) - 1
-			if (end > committed) != above || (!above && sg.CreatedAt.Before(cutoff)) {
+			if sg.hashGone || (end > committed) != above || (!above && sg.CreatedAt.Before(cutoff)) {
 				continue
 			}
 			for k := range sg.Count {

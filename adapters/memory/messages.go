@@ -77,6 +77,9 @@ func (m *MessageStore) BrowseSegments(ctx context.Context, tenant string, f port
 		}
 		// Every sidecar entry, of removed segments too: the browse reads the sidecar.
 		for _, sg := range p.segs {
+			if sg.hashGone {
+				continue
+			}
 			bs := ports.BrowseSegment{PartitionID: p.id, BaseOffset: sg.BaseOffset,
 				EndOffset: sg.BaseOffset + int64(sg.Count) - 1, CreatedAt: sg.CreatedAt}
 			if bs.EndOffset < p.first() || bs.CreatedAt.Before(f.From) || (!f.To.IsZero() && bs.CreatedAt.After(f.To)) ||
@@ -168,6 +171,9 @@ func (m *MessageStore) FindMessage(ctx context.Context, tenant, partitionID stri
 	}
 	off := int64(-1)
 	for _, sg := range p.segs { // the sidecar: removed segments' hashes too
+		if sg.hashGone {
+			continue
+		}
 		for k := range sg.Count {
 			o := sg.BaseOffset + int64(k)
 			if o >= p.first() && o <= p.last && o > off && bytes.Equal(sg.hashes[16*k:16*k+16], hash[:]) {
@@ -322,8 +328,8 @@ func (m *MessageStore) PurgeDeadLetters(ctx context.Context, tenant, queue, grou
 	defer s.mu.Unlock()
 	n := len(s.dead)
 	s.dead = slices.DeleteFunc(s.dead, func(d ports.DeadLetter) bool {
-		p := s.byID[d.PartitionID]
-		return p != nil && p.q.tenant == tenant && p.q.name == queue && (group == "" || d.ConsumerGroup == group)
+		q := s.deadQueue(d.PartitionID) // by queue, as SQL purges: a dropped partition's too
+		return q != nil && q.tenant == tenant && q.name == queue && (group == "" || d.ConsumerGroup == group)
 	})
 	return int64(n - len(s.dead)), nil
 }

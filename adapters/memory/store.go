@@ -30,10 +30,11 @@ type Store struct {
 	BeforePush func(segs []ports.Segment) error
 	// AdminFault, when set, runs at the start of every call of the admin ports the store
 	// implements (ResourceStore, GroupStore, MessageStore, TraceStore) with the method's
-	// name ("ListQueues", "SeekGroup", ...), and once more in MoveDeadLetter, after the
-	// move succeeded and before the row is deleted, with "MoveDeadLetter/remove". An error
-	// fails the call at that point, with nothing further changed. Tests use it to fail,
-	// count or block calls.
+	// name ("ListQueues", "SeekGroup", ...), of its RetentionStore with the method's name
+	// prefixed "Retention." ("Retention.Trim": MessageStore has a PurgeDeadLetters too),
+	// and once more in MoveDeadLetter, after the move succeeded and before the row is
+	// deleted, with "MoveDeadLetter/remove". An error fails the call at that point, with
+	// nothing further changed. Tests use it to fail, count or block calls.
 	AdminFault func(op string) error
 
 	mu         sync.Mutex
@@ -50,6 +51,11 @@ type Store struct {
 	bundles    int
 	ids        int    // queues, partitions, dead letters, traces ever created: ids are never reused
 	seq        uint64 // segments ever committed: the commit order "new" subscriptions cut at
+	leading    bool   // a RetentionStore.Lead runs (the advisory lock of the SQL store)
+	// orphans are the queues of partitions DropEmptyPartitions deleted while dead letters
+	// still named them: in SQL a dead letter keeps its queue (dlq.queue_id) when its
+	// partition goes, so retention and queue deletion must still reach it. Nil until used.
+	orphans map[string]*queue
 }
 
 // queue is a queue row: created by the first push, pop or configuration naming it.
@@ -86,6 +92,10 @@ type stored struct {
 	hashes  []byte
 	seq     uint64 // position in the store's commit order
 	removed bool   // the segment is gone, its hash sidecar entry stays (as in SQL)
+	// hashGone: the hash sidecar entry is gone (retention deleted the log_txns row; its
+	// hashes are nil), the segment may stay. Readers of the sidecar skip it; an entry
+	// with both gone is dropped from the partition.
+	hashGone bool
 }
 
 // NewStore returns an empty store.
@@ -270,7 +280,11 @@ func (s *Store) partitionOf(tenant, queue, name string, j *journal) *partition {
 	p := s.partitions[key]
 	if p == nil {
 		q := s.queueOf(tenant, queue, j)
-		p = &partition{id: s.newID(idPartition), name: name, last: -1, queueKey: q.key, q: q, created: s.Now()}
+		// last_write_at starts at the creation time (the column's default): an empty
+		// partition is idle from then, for DropEmptyPartitions.
+		now := s.Now()
+		p = &partition{id: s.newID(idPartition), name: name, last: -1, queueKey: q.key, q: q, created: now,
+			lastWrite: now}
 		s.partitions[key] = p
 		s.byID[p.id] = p
 		if j != nil {
@@ -323,7 +337,7 @@ func (p *partition) probe(hashes []byte, cutoff time.Time, verified int64) []por
 		h := hashes[i*16 : i*16+16]
 	search:
 		for _, sg := range p.segs {
-			if sg.CreatedAt.Before(cutoff) || sg.BaseOffset+int64(sg.Count)-1 <= verified {
+			if sg.hashGone || sg.CreatedAt.Before(cutoff) || sg.BaseOffset+int64(sg.Count)-1 <= verified {
 				continue
 			}
 			for k := range sg.Count {
@@ -415,6 +429,12 @@ func (s *Store) DeleteQueue(tenant, queue string) bool {
 			delete(s.byID, p.id)
 		}
 	}
+	for pid, oq := range s.orphans { // dropped partitions' dead letters go with their queue
+		if oq == q {
+			gone[pid] = true
+			delete(s.orphans, pid)
+		}
+	}
 	for k := range s.consumers {
 		if pid, _, _ := strings.Cut(k, "\x1f"); gone[pid] {
 			delete(s.consumers, k)
@@ -439,7 +459,7 @@ func (s *Store) RecentHashes(_ context.Context, partitionID string, maxSegments 
 	out := ports.RecentHashes{LastOffset: p.last, Window: window}
 	cutoff := s.Now().Add(-window)
 	for _, sg := range p.segs {
-		if !sg.CreatedAt.Before(cutoff) {
+		if !sg.hashGone && !sg.CreatedAt.Before(cutoff) {
 			out.Segments = append(out.Segments, ports.HashedSegment{
 				BaseOffset: sg.BaseOffset, CreatedAt: sg.CreatedAt, Hashes: bytes.Clone(sg.hashes)})
 		}
