@@ -8,7 +8,7 @@ STATICCHECK := $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 QUEEN_BENCH_SECONDS ?= 10
 export QUEEN_BENCH_SECONDS
 
-.PHONY: all build lambda run test check wire-check bench bench-consume bench-ack bench-restart bench-pipeline bench-hotlist bench-admin generate vet clean
+.PHONY: all build lambda run test check wire-check bench bench-consume bench-ack bench-restart bench-pipeline bench-hotlist bench-admin bench-retention generate vet clean
 
 all: build
 
@@ -81,6 +81,11 @@ bench-hotlist: build
 # pushes with a dashboard polling them against pushes alone (docs/benchmarks.md).
 bench-admin:
 	$(GO) test -run '^$$' -bench 'AdminLists|PushWithAdminPoller' -benchtime 1x -timeout 30m ./bench/broker
+
+# Push and pop+ack throughput with the retention cycle working through a million expired
+# messages, against the same without it (docs/benchmarks.md).
+bench-retention:
+	$(GO) test -run '^$$' -bench 'RetentionCost' -benchtime 1x -timeout 30m ./bench/broker
 
 # Regenerate wire_gen.go from wire.go (commit the result).
 generate:

@@ -9,12 +9,14 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/queen-go/queen/adapters/jwks"
 	"github.com/queen-go/queen/config"
 	"github.com/queen-go/queen/core/drain"
 	"github.com/queen-go/queen/core/fusion"
 	"github.com/queen-go/queen/core/hotlist"
 	"github.com/queen-go/queen/core/maintenance"
 	"github.com/queen-go/queen/core/peers"
+	"github.com/queen-go/queen/core/retention"
 	"github.com/queen-go/queen/core/spool"
 )
 
@@ -31,6 +33,8 @@ type App struct {
 	drainer *drain.Drainer
 	hot     *hotlist.List
 	mesh    *peers.Mesh
+	ret     *retention.Job
+	keys    *jwks.Client // the JWKS of token verification; nil without JWT_JWKS_URL
 	http    *http.Server
 
 	ln     net.Listener
@@ -39,8 +43,8 @@ type App struct {
 
 // NewApp assembles the broker from its components.
 func NewApp(cfg config.Config, log *slog.Logger, flags *maintenance.Flags, b *fusion.Batcher, sp *spool.Spool,
-	d *drain.Drainer, hot *hotlist.List, mesh *peers.Mesh, srv *http.Server) *App {
-	return &App{cfg: cfg, log: log, flags: flags, batcher: b, spool: sp, drainer: d, hot: hot, mesh: mesh, http: srv,
+	d *drain.Drainer, hot *hotlist.List, mesh *peers.Mesh, ret *retention.Job, keys *jwks.Client, srv *http.Server) *App {
+	return &App{cfg: cfg, log: log, flags: flags, batcher: b, spool: sp, drainer: d, hot: hot, mesh: mesh, ret: ret, keys: keys, http: srv,
 		failed: make(chan error, 1)}
 }
 
@@ -48,7 +52,7 @@ func NewApp(cfg config.Config, log *slog.Logger, flags *maintenance.Flags, b *fu
 func (a *App) Logger() *slog.Logger { return a.log }
 
 // Start reads the maintenance flags, starts push fusion, the spool's writer and its
-// drain, the hot-list and the peer hints, then listens on QUEEN_BIND_ADDR:PORT (PORT 0: a free port, see Addr) and serves
+// drain, the hot-list, the peer hints and the retention cycle, then listens on QUEEN_BIND_ADDR:PORT (PORT 0: a free port, see Addr) and serves
 // HTTP. On a listen error everything started is stopped again.
 func (a *App) Start(ctx context.Context) error {
 	a.flags.Start(ctx)
@@ -57,6 +61,15 @@ func (a *App) Start(ctx context.Context) error {
 	a.drainer.Start()
 	a.hot.Start()
 	a.mesh.Start()
+	a.ret.Start()
+	if a.keys != nil {
+		// Before listening: the first requests find the key set fetched (or its failure
+		// logged).
+		if err := a.keys.Start(ctx); err != nil {
+			_ = a.stopComponents(ctx)
+			return err
+		}
+	}
 	ln, err := net.Listen("tcp", a.http.Addr)
 	if err != nil {
 		_ = a.stopComponents(ctx)
@@ -68,6 +81,9 @@ func (a *App) Start(ctx context.Context) error {
 			a.failed <- fmt.Errorf("http: %w", err)
 		}
 	}()
+	if !a.cfg.JWTEnabled {
+		a.log.Warn("authentication is off (JWT_ENABLED=false): every request is allowed")
+	}
 	a.log.Info("queen-go listening", "addr", ln.Addr().String(), "version", Version)
 	return nil
 }
@@ -80,7 +96,7 @@ func (a *App) Failed() <-chan error { return a.failed }
 
 // Stop shuts the broker down in this order: stop accepting and answer the parked long
 // polls (204), let in-flight requests finish within ctx (their pushes commit), stop the
-// peer hints and the hot-list's background work, stop the spool's drain, commit what fusion still holds (given DB_STATEMENT_TIMEOUT whatever
+// retention cycle, the peer hints and the hot-list's background work, stop the spool's drain, commit what fusion still holds (given DB_STATEMENT_TIMEOUT whatever
 // ctx says), flush and close the spool, stop re-reading the maintenance flags. Every
 // step runs even when an earlier one failed.
 func (a *App) Stop(ctx context.Context) error {
@@ -95,6 +111,10 @@ func (a *App) Stop(ctx context.Context) error {
 
 func (a *App) stopComponents(ctx context.Context) error {
 	var errs []error
+	if a.keys != nil {
+		a.keys.Stop()
+	}
+	a.ret.Stop()
 	a.mesh.Stop()
 	a.hot.Stop()
 	a.drainer.Stop()

@@ -14,8 +14,10 @@ import (
 
 const module = "github.com/queen-go/queen"
 
-// pureLibraries are the non-standard libraries core may use: algorithms, no I/O stacks.
-var pureLibraries = []string{"github.com/zeebo/xxh3", "github.com/klauspost/compress", "github.com/google/uuid"}
+// pureLibraries are the non-standard libraries core may use: algorithms, no I/O stacks
+// (golang-jwt parses and verifies tokens; fetching keys is adapters/jwks's job).
+var pureLibraries = []string{"github.com/zeebo/xxh3", "github.com/klauspost/compress", "github.com/google/uuid",
+	"github.com/golang-jwt/jwt/v5"}
 
 // technology libraries and the one adapter allowed to import each.
 var technologies = map[string]string{
@@ -27,6 +29,7 @@ var technologies = map[string]string{
 	"github.com/prometheus/":         "adapters/metrics",
 	"github.com/caarlos0/env":        "",
 	"github.com/klauspost/compress/": "",
+	"github.com/lestrrat-go/":        "adapters/jwks",
 }
 
 // imports lists, per package directory under root, the imports of its non-test Go

@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -18,8 +17,10 @@ import (
 	"github.com/queen-go/queen/adapters/postgres"
 	"github.com/queen-go/queen/config"
 	adminapi "github.com/queen-go/queen/core/admin"
+	"github.com/queen-go/queen/core/auth"
 	"github.com/queen-go/queen/core/consume"
 	"github.com/queen-go/queen/core/drain"
+	"github.com/queen-go/queen/core/encryption"
 	"github.com/queen-go/queen/core/envelope"
 	"github.com/queen-go/queen/core/fusion"
 	"github.com/queen-go/queen/core/hotlist"
@@ -28,6 +29,7 @@ import (
 	"github.com/queen-go/queen/core/peers"
 	"github.com/queen-go/queen/core/push"
 	"github.com/queen-go/queen/core/queues"
+	"github.com/queen-go/queen/core/retention"
 	"github.com/queen-go/queen/core/segment"
 	"github.com/queen-go/queen/core/spool"
 	"github.com/queen-go/queen/core/vegas"
@@ -51,6 +53,7 @@ var ProviderSet = wire.NewSet(
 	ProvideHotlist,
 	ProvidePeers,
 	ProvideSealer,
+	ProvideEncryption,
 	ProvidePushService,
 	ProvideConsumeService,
 	ProvideAdmin,
@@ -64,6 +67,9 @@ var ProviderSet = wire.NewSet(
 	ProvideGroups,
 	ProvideMessages,
 	ProvideTraces,
+	ProvideRetention,
+	ProvideKeySet,
+	ProvideVerifier,
 	ProvideHandler,
 	ProvideHTTPServer,
 	NewApp,
@@ -85,15 +91,17 @@ var storageSet = wire.NewSet(
 var DrainSet = wire.NewSet(
 	storageSet,
 	ProvideConfiguredDatabase,
+	ProvideSealer,
+	ProvideEncryption,
 	ProvideDrainJob,
 )
 
 // ProvideLogger builds the process logger from LOG_LEVEL and QUEEN_LOG_JSON.
 func ProvideLogger(cfg config.Config) *slog.Logger {
 	hopts := &slog.HandlerOptions{Level: cfg.SlogLevel()}
-	var h slog.Handler = slog.NewTextHandler(os.Stderr, hopts)
+	var h slog.Handler = slog.NewTextHandler(cfg.LogOutput(), hopts)
 	if cfg.LogJSON {
-		h = slog.NewJSONHandler(os.Stderr, hopts)
+		h = slog.NewJSONHandler(cfg.LogOutput(), hopts)
 	}
 	return slog.New(h).With("server_id", cfg.ServerID)
 }
@@ -169,28 +177,43 @@ func ProvideBatcher(store *postgres.Store, codec *segment.Codec, limiter *vegas.
 	return b
 }
 
-// ProvideSealer returns the payload sealer, or nil when QUEEN_ENCRYPTION_KEY is unset.
+// ProvideSealer returns the payload sealer, or nil when QUEEN_ENCRYPTION_KEY is unset:
+// it seals with that key and also opens with QUEEN_ENCRYPTION_KEY_OLD (key rotation).
 func ProvideSealer(cfg config.Config) (*envelope.Sealer, error) {
 	key := cfg.EncryptionKeyBytes()
 	if key == nil {
 		return nil, nil
 	}
-	return envelope.New(key)
+	var old [][]byte
+	if k := cfg.EncryptionKeyOldBytes(); k != nil {
+		old = append(old, k)
+	}
+	s, err := envelope.New(key, old...)
+	if err != nil {
+		return nil, fmt.Errorf("QUEEN_ENCRYPTION_KEY: %w", err)
+	}
+	return s, nil
+}
+
+// ProvideEncryption is the encryption policy every write path shares (pushes,
+// transactions, spool replay): it reads the queues' flags from the store, caches them for
+// QUEEN_CACHE_REFRESH_INTERVAL_MS, and forgets a queue's flag when the queue changes.
+func ProvideEncryption(sealer *envelope.Sealer, store *postgres.Store, changes *notify.QueueChanges, cfg config.Config,
+	log *slog.Logger) *encryption.Policy {
+	p := encryption.New(sealer, store, encryption.Options{CacheTTL: cfg.CacheRefresh, Logger: log})
+	changes.Subscribe(p.QueueChanged)
+	return p
 }
 
 // ProvidePushService builds the push use case: pushes through fusion, transactions on
-// the store, the spool behind the gate; it forgets a queue's encryption flag when the
-// queue changes.
-func ProvidePushService(b *fusion.Batcher, sealer *envelope.Sealer, store *postgres.Store, codec *segment.Codec,
-	commits *notify.Commits, changes *notify.QueueChanges, sp *spool.Spool, gate *drain.Gate, cfg config.Config,
-	log *slog.Logger) *push.Service {
-	p := push.New(b, push.Options{
-		Sealer: sealer, Settings: store, CacheTTL: cfg.CacheRefresh, Logger: log,
+// the store, the spool behind the gate, payloads prepared by the encryption policy.
+func ProvidePushService(b *fusion.Batcher, enc *encryption.Policy, store *postgres.Store, codec *segment.Codec,
+	commits *notify.Commits, sp *spool.Spool, gate *drain.Gate, log *slog.Logger) *push.Service {
+	return push.New(b, push.Options{
+		Encryption: enc, Logger: log,
 		Transactions: store, Codec: codec, Commits: commits,
 		Spool: sp, Divert: gate.Divert, BundleFailed: gate.BundleFailed,
 	})
-	changes.Subscribe(p.QueueChanged)
-	return p
 }
 
 // ProvideWaker is where parked pops wait; the hot-list wakes them.
@@ -234,16 +257,16 @@ func ProvideConsumeService(store *postgres.Store, codec *segment.Codec, sealer *
 func ProvideHandler(p *push.Service, c *consume.Service, m *maintenance.Flags, qs *queues.Service, d *drain.Drainer,
 	store *postgres.Store, b *fusion.Batcher, limiter *vegas.Limiter, hot *hotlist.List, mesh *peers.Mesh,
 	waker *consume.Waker, resources *adminapi.Resources, groups *adminapi.Groups, messages *adminapi.Messages,
-	traces *adminapi.Traces, cfg config.Config, log *slog.Logger) http.Handler {
+	traces *adminapi.Traces, ret *retention.Job, verifier *auth.Verifier, cfg config.Config, log *slog.Logger) http.Handler {
 	prom := metrics.Handler(metrics.Sources{
 		Fusion: b.Stats, Push: p.Stats, PushLimit: limiter.Limit, PoolStats: store.PoolStats,
 		DBCommits: store.Commits, Maintenance: m.Push, Spool: d.Status, Hotlist: hot.Stats, Peers: mesh.Stats,
-		Parked: waker.Parked,
+		Parked: waker.Parked, Retention: ret.Stats,
 	})
 	return httpapi.New(httpapi.Services{Push: p, DB: store, Consume: c, Queues: qs, Maintenance: m, Buffers: d.Status,
 		Resources: resources, Groups: groups, Messages: messages, Traces: traces},
 		httpapi.Options{MaxBodyBytes: cfg.MaxBodyBytes, Version: Version, Logger: log, Prometheus: prom,
-			PoolStats: store.PoolStats})
+			PoolStats: store.PoolStats, Auth: verifier, SkipPaths: cfg.JWTSkipPaths})
 }
 
 // ProvideHTTPServer builds the HTTP server (App.Start listens). Its shutdown ends the
@@ -254,6 +277,7 @@ func ProvideHTTPServer(cfg config.Config, h http.Handler, c *consume.Service) *h
 		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    httpapi.MaxHeaderBytes, // larger header blocks get 431 from net/http
 	}
 	srv.RegisterOnShutdown(c.Stop)
 	return srv

@@ -9,6 +9,7 @@ import (
 	"github.com/queen-go/queen/adapters/spoolfs"
 	"github.com/queen-go/queen/config"
 	"github.com/queen-go/queen/core/drain"
+	"github.com/queen-go/queen/core/encryption"
 	"github.com/queen-go/queen/core/fusion"
 	"github.com/queen-go/queen/core/maintenance"
 	"github.com/queen-go/queen/core/spool"
@@ -54,10 +55,11 @@ func ProvideSpool(cfg config.Config, log *slog.Logger) (*spool.Spool, func(), er
 }
 
 // ProvideDrainer builds the background replay of the spool; replay pauses during push
-// maintenance.
-func ProvideDrainer(sp *spool.Spool, b *fusion.Batcher, store *postgres.Store, m *maintenance.Flags, cfg config.Config, log *slog.Logger) *drain.Drainer {
+// maintenance, and seals what encrypted queues require.
+func ProvideDrainer(sp *spool.Spool, b *fusion.Batcher, enc *encryption.Policy, store *postgres.Store, m *maintenance.Flags,
+	cfg config.Config, log *slog.Logger) *drain.Drainer {
 	return drain.New(sp, b, drain.Options{MaxBatch: cfg.SpoolBatch, BundleMax: cfg.BundleMax, Interval: cfg.SpoolFlush,
-		Paused: m.Push, Ping: store, Logger: log.With("target", "drain")})
+		Paused: m.Push, Ping: store, Encryption: enc, Logger: log.With("target", "drain")})
 }
 
 // ProvideGate is the push path's spool gate: push maintenance, or the database away.
@@ -72,8 +74,9 @@ func ProvideConfiguredDatabase(cfg config.Config) (DatabaseURL, error) {
 	return DatabaseURL(cfg.DatabaseURL()), nil
 }
 
-// ProvideDrainJob builds the batch-drain job over local (or mounted) spool directories.
-func ProvideDrainJob(b *fusion.Batcher, store *postgres.Store, cfg config.Config, log *slog.Logger) *drain.Job {
+// ProvideDrainJob builds the batch-drain job over local (or mounted) spool directories;
+// like a broker's drain it seals what encrypted queues require (QUEEN_ENCRYPTION_KEY).
+func ProvideDrainJob(b *fusion.Batcher, enc *encryption.Policy, store *postgres.Store, cfg config.Config, log *slog.Logger) *drain.Job {
 	return drain.NewJob(spoolfs.Dirs{}, b, store, store, drain.JobOptions{EventsPerFile: cfg.SpoolPerFile,
-		MaxBatch: cfg.SpoolBatch, BundleMax: cfg.BundleMax, Interval: cfg.SpoolFlush, Logger: log})
+		MaxBatch: cfg.SpoolBatch, BundleMax: cfg.BundleMax, Interval: cfg.SpoolFlush, Encryption: enc, Logger: log})
 }

@@ -44,10 +44,6 @@ func InitializeApp(ctx context.Context, cfg config.Config) (*App, func(), error)
 		cleanup()
 		return nil, nil, err
 	}
-	drainer := ProvideDrainer(spool, batcher, store, flags, cfg, logger)
-	waker := ProvideWaker()
-	list := ProvideHotlist(store, waker, commits, queueChanges, cfg, logger)
-	mesh := ProvidePeers(store, list, commits, cfg, logger)
 	sealer, err := ProvideSealer(cfg)
 	if err != nil {
 		cleanup3()
@@ -55,8 +51,21 @@ func InitializeApp(ctx context.Context, cfg config.Config) (*App, func(), error)
 		cleanup()
 		return nil, nil, err
 	}
+	policy := ProvideEncryption(sealer, store, queueChanges, cfg, logger)
+	drainer := ProvideDrainer(spool, batcher, policy, store, flags, cfg, logger)
+	waker := ProvideWaker()
+	list := ProvideHotlist(store, waker, commits, queueChanges, cfg, logger)
+	mesh := ProvidePeers(store, list, commits, cfg, logger)
+	job := ProvideRetention(store, cfg, logger)
+	client, err := ProvideKeySet(cfg, logger)
+	if err != nil {
+		cleanup3()
+		cleanup2()
+		cleanup()
+		return nil, nil, err
+	}
 	gate := ProvideGate(drainer, flags)
-	service := ProvidePushService(batcher, sealer, store, codec, commits, queueChanges, spool, gate, cfg, logger)
+	service := ProvidePushService(batcher, policy, store, codec, commits, spool, gate, logger)
 	consumeService := ProvideConsumeService(store, codec, sealer, waker, list, commits, flags, cfg, logger)
 	admin, cleanup4 := ProvideAdmin(store, cfg, logger)
 	queuesService := ProvideQueues(admin, sealer, codec, queueChanges, logger)
@@ -65,9 +74,17 @@ func InitializeApp(ctx context.Context, cfg config.Config) (*App, func(), error)
 	groups := ProvideGroups(admin, groupChanges, logger)
 	messages := ProvideMessages(admin, service, flags, sealer, codec, logger)
 	traces := ProvideTraces(admin, logger)
-	handler := ProvideHandler(service, consumeService, flags, queuesService, drainer, store, batcher, limiter, list, mesh, waker, resources, groups, messages, traces, cfg, logger)
+	verifier, err := ProvideVerifier(cfg, client, logger)
+	if err != nil {
+		cleanup4()
+		cleanup3()
+		cleanup2()
+		cleanup()
+		return nil, nil, err
+	}
+	handler := ProvideHandler(service, consumeService, flags, queuesService, drainer, store, batcher, limiter, list, mesh, waker, resources, groups, messages, traces, job, verifier, cfg, logger)
 	server := ProvideHTTPServer(cfg, handler, consumeService)
-	app := NewApp(cfg, logger, flags, batcher, spool, drainer, list, mesh, server)
+	app := NewApp(cfg, logger, flags, batcher, spool, drainer, list, mesh, job, client, server)
 	return app, func() {
 		cleanup4()
 		cleanup3()
@@ -97,7 +114,13 @@ func InitializeDrain(ctx context.Context, cfg config.Config) (*drain.Job, func()
 	commits := ProvideCommits()
 	queueChanges := ProvideQueueChanges()
 	batcher := ProvideBatcher(store, codec, limiter, commits, queueChanges, cfg, logger)
-	job := ProvideDrainJob(batcher, store, cfg, logger)
+	sealer, err := ProvideSealer(cfg)
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	policy := ProvideEncryption(sealer, store, queueChanges, cfg, logger)
+	job := ProvideDrainJob(batcher, policy, store, cfg, logger)
 	return job, func() {
 		cleanup()
 	}, nil

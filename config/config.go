@@ -26,13 +26,14 @@ import (
 type Config struct {
 	// Server.
 
-	Port            int           `env:"PORT" envDefault:"6632" min:"0" max:"65535" section:"Server" help:"HTTP port the server listens on; 0 picks a free port (the start-up log line names it)."`
-	BindAddr        string        `env:"QUEEN_BIND_ADDR" envDefault:"0.0.0.0" section:"Server" help:"Host name or IP address the HTTP server binds to."`
-	MaxBodyBytes    int64         `env:"QUEEN_MAX_BODY_BYTES" envDefault:"67108864" min:"1" section:"Server" help:"Largest accepted HTTP request body, in bytes."`
-	ServerID        string        `env:"QUEEN_SERVER_ID" envDefault:"queen" defaultFrom:"HOSTNAME" section:"Server" help:"Identifier of this server instance, used in logs and status output."`
-	ShutdownTimeout time.Duration `env:"QUEEN_SHUTDOWN_TIMEOUT_MS" envDefault:"30000" min:"0" section:"Server" help:"How long SIGTERM waits for in-flight requests to finish before the server exits; 0 does not wait."`
-	EncryptionKey   string        `env:"QUEEN_ENCRYPTION_KEY" envDefault:"" check:"aes256key" section:"Server" help:"AES-256 key enabling payload encryption for queues with encryptionEnabled; empty disables encryption. An invalid key is a start-up error."`
-	CacheRefresh    time.Duration `env:"QUEEN_CACHE_REFRESH_INTERVAL_MS" envDefault:"60000" min:"1" section:"Server" help:"How often per-queue flags (such as encryptionEnabled) are re-read from the database."`
+	Port             int           `env:"PORT" envDefault:"6632" min:"0" max:"65535" section:"Server" help:"HTTP port the server listens on; 0 picks a free port (the start-up log line names it)."`
+	BindAddr         string        `env:"QUEEN_BIND_ADDR" envDefault:"0.0.0.0" section:"Server" help:"Host name or IP address the HTTP server binds to."`
+	MaxBodyBytes     int64         `env:"QUEEN_MAX_BODY_BYTES" envDefault:"67108864" min:"1" section:"Server" help:"Largest accepted HTTP request body, in bytes."`
+	ServerID         string        `env:"QUEEN_SERVER_ID" envDefault:"queen" defaultFrom:"HOSTNAME" section:"Server" help:"Identifier of this server instance, used in logs and status output."`
+	ShutdownTimeout  time.Duration `env:"QUEEN_SHUTDOWN_TIMEOUT_MS" envDefault:"30000" min:"0" section:"Server" help:"How long SIGTERM waits for in-flight requests to finish before the server exits; 0 does not wait."`
+	EncryptionKey    string        `env:"QUEEN_ENCRYPTION_KEY" envDefault:"" check:"aes256key" section:"Server" help:"AES-256 key of payload encryption: payloads of queues with encryptionEnabled are sealed with it. Without it, pushes to such queues are refused (never stored in plaintext) and their stored payloads read as null. An invalid key is a start-up error."`
+	EncryptionKeyOld string        `env:"QUEEN_ENCRYPTION_KEY_OLD" envDefault:"" check:"aes256key" section:"Server" help:"The previous AES-256 key while the key is rotated: it only decrypts payloads sealed before the rotation (new ones are sealed with QUEEN_ENCRYPTION_KEY, which must be set too). Remove it once every message sealed with it has been consumed and removed or has expired. An invalid key is a start-up error."`
+	CacheRefresh     time.Duration `env:"QUEEN_CACHE_REFRESH_INTERVAL_MS" envDefault:"60000" min:"1" section:"Server" help:"How often per-queue flags (such as encryptionEnabled) are re-read from the database."`
 
 	// Database.
 
@@ -88,6 +89,35 @@ type Config struct {
 	SpoolPerFile       int           `env:"FILE_BUFFER_EVENTS_PER_FILE" envDefault:"10000" min:"1" section:"Spool" help:"Records per spool file before it is rotated."`
 	MaintenanceRefresh time.Duration `env:"QUEEN_MAINTENANCE_REFRESH_MS" envDefault:"1000" min:"1" section:"Spool" help:"How often the broker re-reads the maintenance flags other brokers may have changed, in milliseconds."`
 
+	// Retention.
+
+	RetentionInterval time.Duration `env:"RETENTION_INTERVAL" envDefault:"5000" min:"1" section:"Retention" help:"Period of the retention and housekeeping cycle, in milliseconds (one broker of the database runs it at a time, under advisory lock 737001)."`
+	RetentionBatch    int           `env:"RETENTION_BATCH_SIZE" envDefault:"1000" min:"1" section:"Retention" help:"Rows one retention step removes at most (one short transaction per step)."`
+	RetentionParallel int           `env:"RETENTION_PARALLELISM" envDefault:"1" min:"1" section:"Retention" help:"Scales the per-cycle cap when QUEEN_RETENTION_DUE_CAP is 0; the steps themselves run one after the other (they take partition locks, and one writer keeps them from competing with pushes)."`
+	RetentionDueCap   int           `env:"QUEEN_RETENTION_DUE_CAP" envDefault:"0" min:"0" section:"Retention" help:"Partitions walked and rows removed per cycle at most; 0 derives RETENTION_BATCH_SIZE x RETENTION_PARALLELISM x 5. A backlog of expired data drains at this many rows per cycle."`
+	PartitionCleanup  bool          `env:"QUEEN_PARTITION_CLEANUP_ENABLED" envDefault:"true" section:"Retention" help:"Delete partitions that retain nothing and were not written for PARTITION_CLEANUP_DAYS."`
+	PartitionIdleDays int           `env:"PARTITION_CLEANUP_DAYS" envDefault:"30" min:"1" section:"Retention" help:"Days without a write after which a partition that retains nothing is deleted with its cursors (checked every 10 minutes)."`
+
+	// Authentication (api.md §3, §6.5).
+
+	JWTEnabled         bool          `env:"JWT_ENABLED" envDefault:"false" section:"Authentication" help:"Require a JSON Web Token (Authorization: Bearer <jwt>, or the bare token) on every route but the public ones and JWT_SKIP_PATHS, and check its roles against the route's level. Off: every request is allowed (a warning is logged at start) and messages carry no producerSub."`
+	JWTAlgorithm       string        `env:"JWT_ALGORITHM" envDefault:"HS256" oneof:"HS256,HS384,HS512,RS256,RS384,RS512,EdDSA,auto" section:"Authentication" help:"Token algorithm, case-insensitive. HS* check with JWT_SECRET; RS* and EdDSA with JWT_PUBLIC_KEY or JWT_JWKS_URL. RS256 also accepts RS384 and RS512 tokens; auto accepts all seven, each with the key material of its family. alg none is always refused."`
+	JWTSecret          string        `env:"JWT_SECRET" envDefault:"" section:"Authentication" help:"HMAC secret of HS* tokens; required for HS* when JWT_ENABLED. Shorter than 32 bytes is accepted with a warning."`
+	JWTPublicKey       string        `env:"JWT_PUBLIC_KEY" envDefault:"" section:"Authentication" help:"PEM public key (RSA or Ed25519; PUBLIC KEY, RSA PUBLIC KEY or CERTIFICATE block) of RS* and EdDSA tokens; line breaks may be written as \\n. Used for tokens without a kid when JWT_JWKS_URL is also set."`
+	JWTJWKSURL         string        `env:"JWT_JWKS_URL" envDefault:"" check:"httpurl" section:"Authentication" help:"URL of a JSON Web Key Set: RS* and EdDSA tokens are checked with its key of the token's kid. Fetched at start, every JWT_JWKS_REFRESH_INTERVAL, and when a token names an unknown kid (at most once every 5 s)."`
+	JWTJWKSRefresh     int           `env:"JWT_JWKS_REFRESH_INTERVAL" envDefault:"3600" min:"1" section:"Authentication" help:"Period of the JWKS re-fetch, in seconds."`
+	JWTJWKSTimeout     time.Duration `env:"JWT_JWKS_TIMEOUT_MS" envDefault:"5000" min:"1" section:"Authentication" help:"Bound of one JWKS fetch, in milliseconds."`
+	JWTIssuer          string        `env:"JWT_ISSUER" envDefault:"" section:"Authentication" help:"When set, a token's iss claim must equal it."`
+	JWTAudience        string        `env:"JWT_AUDIENCE" envDefault:"" section:"Authentication" help:"When set, a token's aud claim (a string or an array) must be or contain it."`
+	JWTClockSkew       int           `env:"JWT_CLOCK_SKEW" envDefault:"30" min:"0" section:"Authentication" help:"Tolerance, in seconds, applied to the exp, nbf and iat claims. A token without exp is always refused."`
+	JWTSkipPaths       []string      `env:"JWT_SKIP_PATHS" envDefault:"/health,/metrics/prometheus,/metrics,/" envSeparator:"," section:"Authentication" help:"Comma-separated paths served without a token: an exact match, or a prefix match for entries longer than / that end in /."`
+	JWTRolesClaim      string        `env:"JWT_ROLES_CLAIM" envDefault:"role" section:"Authentication" help:"Claim holding one role name (a string)."`
+	JWTRolesArrayClaim string        `env:"JWT_ROLES_ARRAY_CLAIM" envDefault:"roles" section:"Authentication" help:"Claim holding role names (an array); its roles add to JWT_ROLES_CLAIM's."`
+	JWTRoleAdmin       string        `env:"JWT_ROLE_ADMIN" envDefault:"admin" section:"Authentication" help:"Role name granting every route (ADMIN level and below)."`
+	JWTRoleReadWrite   string        `env:"JWT_ROLE_READ_WRITE" envDefault:"read-write" section:"Authentication" help:"Role name granting READ_WRITE, READ_ONLY and WRITE_ONLY routes: push, pop, ack, transactions, reads."`
+	JWTRoleReadOnly    string        `env:"JWT_ROLE_READ_ONLY" envDefault:"read-only" section:"Authentication" help:"Role name granting READ_ONLY routes only (status, resources, messages, traces): not push, not pop."`
+	JWTRoleWriteOnly   string        `env:"JWT_ROLE_WRITE_ONLY" envDefault:"write-only" section:"Authentication" help:"Role name granting WRITE_ONLY routes only: push."`
+
 	// Logging.
 
 	LogLevel string `env:"LOG_LEVEL" alias:"RUST_LOG" aliasIfValid:"true" envDefault:"info" oneof:"debug,info,warn,error" section:"Logging" help:"Minimum log level, case-insensitive. RUST_LOG is read when LOG_LEVEL is unset, and only if it is one of these words."`
@@ -96,10 +126,13 @@ type Config struct {
 	// pgPartsSet records that at least one PG_* connection part was set,
 	// which turns the embedded PostgreSQL off.
 	pgPartsSet bool
+	// logOutput is where the logs go instead of stderr (WithLogOutput); never read
+	// from the environment.
+	logOutput io.Writer
 }
 
 // sections lists the Usage sections in display order.
-var sections = []string{"Server", "Database", "Push path", "Pop path", "Hot-list", "Spool", "Logging"}
+var sections = []string{"Server", "Database", "Push path", "Pop path", "Hot-list", "Spool", "Retention", "Authentication", "Logging"}
 
 var (
 	durationType = reflect.TypeFor[time.Duration]()
@@ -143,6 +176,13 @@ var checks = map[string]check{
 		valid: func(v string) bool {
 			b, err := hex.DecodeString(v)
 			return err == nil && len(b) == 32
+		},
+	},
+	"httpurl": {
+		want: "an http:// or https:// URL",
+		valid: func(v string) bool {
+			u, err := url.Parse(v)
+			return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
 		},
 	},
 	"pgurl": {
@@ -268,7 +308,7 @@ func Parse(environ map[string]string) (Config, error) {
 			if err := validateString(f, fv.String()); err != nil {
 				errs = append(errs, fieldErr())
 			} else if f.Tag.Get("oneof") != "" {
-				fv.SetString(strings.ToLower(fv.String()))
+				fv.SetString(oneofSpelling(f, fv.String()))
 			}
 		}
 	}
@@ -294,6 +334,18 @@ func Parse(environ map[string]string) (Config, error) {
 			envName("VegasAlpha"), cfg.VegasAlpha,
 			envName("VegasBeta"), cfg.VegasBeta))
 	}
+	if cfg.EncryptionKeyOld != "" && cfg.EncryptionKey == "" {
+		// The old key only decrypts: without a current key nothing could be sealed, and
+		// pushes to encrypted queues would all be refused. Surely a mistake.
+		errs = append(errs, fmt.Errorf("config: %s is set but %s is not: the old key only decrypts; set the current key too",
+			envName("EncryptionKeyOld"), envName("EncryptionKey")))
+	}
+
+	if ok("JWTEnabled", "JWTAlgorithm") && cfg.JWTEnabled {
+		if err := cfg.jwtKeyMaterial(); err != nil {
+			errs = append(errs, err)
+		}
+	}
 
 	if len(errs) > 0 {
 		// A value inherited through defaultFrom fails with its source variable: report
@@ -307,6 +359,34 @@ func Parse(environ map[string]string) (Config, error) {
 		return Config{}, errors.Join(errs...)
 	}
 	return cfg, nil
+}
+
+// jwtKeyMaterial checks that the token algorithm has something to check tokens with:
+// the broker must not start with authentication on and no key (api.md §3).
+func (c Config) jwtKeyMaterial() error {
+	alg := c.JWTAlgorithm
+	switch {
+	case strings.HasPrefix(alg, "HS") && c.JWTSecret == "":
+		return fmt.Errorf("config: JWT_ENABLED=true, %s=%s: want %s", envName("JWTAlgorithm"), alg, envName("JWTSecret"))
+	case (strings.HasPrefix(alg, "RS") || alg == "EdDSA") && c.JWTPublicKey == "" && c.JWTJWKSURL == "":
+		return fmt.Errorf("config: JWT_ENABLED=true, %s=%s: want %s or %s", envName("JWTAlgorithm"), alg,
+			envName("JWTPublicKey"), envName("JWTJWKSURL"))
+	case alg == "auto" && c.JWTSecret == "" && c.JWTPublicKey == "" && c.JWTJWKSURL == "":
+		return fmt.Errorf("config: JWT_ENABLED=true, %s=auto: want %s, %s or %s", envName("JWTAlgorithm"),
+			envName("JWTSecret"), envName("JWTPublicKey"), envName("JWTJWKSURL"))
+	}
+	return nil
+}
+
+// oneofSpelling returns the entry of f's oneof list that v matches case-insensitively:
+// the list's spelling is the value's (debug, EdDSA).
+func oneofSpelling(f reflect.StructField, v string) string {
+	for _, w := range strings.Split(f.Tag.Get("oneof"), ",") {
+		if strings.EqualFold(v, w) {
+			return w
+		}
+	}
+	return v
 }
 
 // parseMillis parses a whole number of milliseconds.
@@ -518,14 +598,37 @@ func (c Config) SlogLevel() slog.Level {
 	return slog.LevelInfo
 }
 
+// WithLogOutput returns c with its logs going to w instead of stderr: for programs that
+// embed the broker (the black-box tests read its logs). It is not read from the
+// environment.
+func (c Config) WithLogOutput(w io.Writer) Config {
+	c.logOutput = w
+	return c
+}
+
+// LogOutput is where the logs go: stderr unless WithLogOutput said otherwise.
+func (c Config) LogOutput() io.Writer {
+	if c.logOutput == nil {
+		return os.Stderr
+	}
+	return c.logOutput
+}
+
 // EncryptionKeyBytes returns the decoded 32-byte AES-256 key, or nil when
 // payload encryption is off (QUEEN_ENCRYPTION_KEY empty or invalid; Parse
 // rejects invalid keys).
-func (c Config) EncryptionKeyBytes() []byte {
-	if c.EncryptionKey == "" {
+func (c Config) EncryptionKeyBytes() []byte { return aesKey(c.EncryptionKey) }
+
+// EncryptionKeyOldBytes returns the decoded previous key (QUEEN_ENCRYPTION_KEY_OLD),
+// decryption only, or nil when none is set.
+func (c Config) EncryptionKeyOldBytes() []byte { return aesKey(c.EncryptionKeyOld) }
+
+// aesKey decodes a 64-hex-character AES-256 key; nil when empty or invalid.
+func aesKey(hexKey string) []byte {
+	if hexKey == "" {
 		return nil
 	}
-	b, err := hex.DecodeString(c.EncryptionKey)
+	b, err := hex.DecodeString(hexKey)
 	if err != nil || len(b) != 32 {
 		return nil
 	}

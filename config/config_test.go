@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/url"
+	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -56,6 +57,22 @@ func defaults() Config {
 		SpoolBatch:         100,
 		SpoolPerFile:       10000,
 		MaintenanceRefresh: time.Second,
+		RetentionInterval:  5 * time.Second,
+		RetentionBatch:     1000,
+		RetentionParallel:  1,
+		PartitionCleanup:   true,
+		PartitionIdleDays:  30,
+		JWTAlgorithm:       "HS256",
+		JWTJWKSRefresh:     3600,
+		JWTJWKSTimeout:     5 * time.Second,
+		JWTClockSkew:       30,
+		JWTSkipPaths:       []string{"/health", "/metrics/prometheus", "/metrics", "/"},
+		JWTRolesClaim:      "role",
+		JWTRolesArrayClaim: "roles",
+		JWTRoleAdmin:       "admin",
+		JWTRoleReadWrite:   "read-write",
+		JWTRoleReadOnly:    "read-only",
+		JWTRoleWriteOnly:   "write-only",
 		LogLevel:           "info",
 	}
 }
@@ -150,6 +167,26 @@ func TestParse(t *testing.T) {
 			mod: func(c *Config) { c.PGURL = "host=db user=q dbname=q" }},
 		{name: "postgresql scheme", env: map[string]string{"QUEEN_PG_URL": "postgresql://db/q"},
 			mod: func(c *Config) { c.PGURL = "postgresql://db/q" }},
+		{name: "jwt with a secret, algorithm spelled as listed", env: map[string]string{
+			"JWT_ENABLED": "true", "JWT_ALGORITHM": "hs512", "JWT_SECRET": "s", "JWT_ISSUER": "idp", "JWT_AUDIENCE": "queen",
+			"JWT_CLOCK_SKEW": "0", "JWT_SKIP_PATHS": "/health,/docs/", "JWT_ROLES_CLAIM": "grp", "JWT_ROLES_ARRAY_CLAIM": "grps",
+			"JWT_ROLE_ADMIN": "root", "JWT_ROLE_READ_WRITE": "rw", "JWT_ROLE_READ_ONLY": "ro", "JWT_ROLE_WRITE_ONLY": "wo",
+		}, mod: func(c *Config) {
+			c.JWTEnabled, c.JWTAlgorithm, c.JWTSecret, c.JWTIssuer, c.JWTAudience = true, "HS512", "s", "idp", "queen"
+			c.JWTClockSkew, c.JWTSkipPaths, c.JWTRolesClaim, c.JWTRolesArrayClaim = 0, []string{"/health", "/docs/"}, "grp", "grps"
+			c.JWTRoleAdmin, c.JWTRoleReadWrite, c.JWTRoleReadOnly, c.JWTRoleWriteOnly = "root", "rw", "ro", "wo"
+		}},
+		{name: "jwt EdDSA with a JWKS", env: map[string]string{
+			"JWT_ENABLED": "1", "JWT_ALGORITHM": "EDDSA", "JWT_JWKS_URL": "https://idp.example/.well-known/jwks.json",
+			"JWT_JWKS_REFRESH_INTERVAL": "60", "JWT_JWKS_TIMEOUT_MS": "250",
+		}, mod: func(c *Config) {
+			c.JWTEnabled, c.JWTAlgorithm, c.JWTJWKSURL = true, "EdDSA", "https://idp.example/.well-known/jwks.json"
+			c.JWTJWKSRefresh, c.JWTJWKSTimeout = 60, 250*time.Millisecond
+		}},
+		{name: "jwt auto with a public key", env: map[string]string{"JWT_ENABLED": "on", "JWT_ALGORITHM": "Auto", "JWT_PUBLIC_KEY": "pem"},
+			mod: func(c *Config) { c.JWTEnabled, c.JWTAlgorithm, c.JWTPublicKey = true, "auto", "pem" }},
+		{name: "jwt off needs no key", env: map[string]string{"JWT_ALGORITHM": "RS256"},
+			mod: func(c *Config) { c.JWTAlgorithm = "RS256" }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -215,6 +252,12 @@ func TestParseErrors(t *testing.T) {
 		{name: "encryption key not hex", env: map[string]string{"QUEEN_ENCRYPTION_KEY": strings.Repeat("zz", 32)},
 			want:    []string{`config: QUEEN_ENCRYPTION_KEY=<64 characters, not shown>: want 64 hex characters (a 256-bit AES key)`},
 			notWant: []string{"zzzz"}},
+		{name: "old encryption key malformed", env: map[string]string{"QUEEN_ENCRYPTION_KEY": validKey, "QUEEN_ENCRYPTION_KEY_OLD": "cafe"},
+			want:    []string{`config: QUEEN_ENCRYPTION_KEY_OLD=<4 characters, not shown>: want 64 hex characters (a 256-bit AES key)`},
+			notWant: []string{"cafe", validKey}},
+		{name: "old encryption key without the current one", env: map[string]string{"QUEEN_ENCRYPTION_KEY_OLD": validKey},
+			want:    []string{`config: QUEEN_ENCRYPTION_KEY_OLD is set but QUEEN_ENCRYPTION_KEY is not: the old key only decrypts; set the current key too`},
+			notWant: []string{validKey}},
 		{name: "pg url wrong scheme hides password", env: map[string]string{"QUEEN_PG_URL": "mysql://u:hunter2@db/q"},
 			want:    []string{`config: QUEEN_PG_URL="mysql://u:xxxxx@db/q": want a postgres:// or postgresql:// URL, or a key=value connection string`},
 			notWant: []string{"hunter2"}},
@@ -230,6 +273,24 @@ func TestParseErrors(t *testing.T) {
 			want: []string{`config: QUEEN_VEGAS_ALPHA=6, QUEEN_VEGAS_BETA=6: want QUEEN_VEGAS_ALPHA < QUEEN_VEGAS_BETA`}},
 		{name: "relation skipped when a side is unparsable", env: map[string]string{"QUEEN_VEGAS_BETA": "x"},
 			want: []string{`config: QUEEN_VEGAS_BETA="x": want an integer greater than 0`}},
+		{name: "jwt HS256 without a secret", env: map[string]string{"JWT_ENABLED": "true"},
+			want: []string{`config: JWT_ENABLED=true, JWT_ALGORITHM=HS256: want JWT_SECRET`}},
+		{name: "jwt RS256 without a key", env: map[string]string{"JWT_ENABLED": "true", "JWT_ALGORITHM": "rs256", "JWT_SECRET": "s"},
+			want: []string{`config: JWT_ENABLED=true, JWT_ALGORITHM=RS256: want JWT_PUBLIC_KEY or JWT_JWKS_URL`}},
+		{name: "jwt EdDSA without a key", env: map[string]string{"JWT_ENABLED": "true", "JWT_ALGORITHM": "EdDSA"},
+			want: []string{`config: JWT_ENABLED=true, JWT_ALGORITHM=EdDSA: want JWT_PUBLIC_KEY or JWT_JWKS_URL`}},
+		{name: "jwt auto without anything", env: map[string]string{"JWT_ENABLED": "true", "JWT_ALGORITHM": "auto"},
+			want: []string{`config: JWT_ENABLED=true, JWT_ALGORITHM=auto: want JWT_SECRET, JWT_PUBLIC_KEY or JWT_JWKS_URL`}},
+		{name: "jwt unknown algorithm", env: map[string]string{"JWT_ALGORITHM": "ES256"},
+			want: []string{`config: JWT_ALGORITHM="ES256": want one of HS256, HS384, HS512, RS256, RS384, RS512, EdDSA, auto`}},
+		{name: "jwt jwks url not http", env: map[string]string{"JWT_JWKS_URL": "file:///etc/keys.json"},
+			want: []string{`config: JWT_JWKS_URL="file:///etc/keys.json": want an http:// or https:// URL`}},
+		{name: "jwt skew negative, refresh zero", env: map[string]string{"JWT_CLOCK_SKEW": "-1", "JWT_JWKS_REFRESH_INTERVAL": "0"},
+			want: []string{`config: JWT_JWKS_REFRESH_INTERVAL="0": want an integer greater than 0`,
+				`config: JWT_CLOCK_SKEW="-1": want an integer, 0 or more`}},
+		{name: "jwt secret never echoed", env: map[string]string{"JWT_ENABLED": "maybe", "JWT_SECRET": "hunter2hunter2"},
+			want:    []string{`config: JWT_ENABLED="maybe": want a boolean (true/false, 1/0, yes/no, on/off)`},
+			notWant: []string{"hunter2"}},
 		{name: "all problems reported together", env: map[string]string{
 			"PORT": "-1", "PG_USE_SSL": "perhaps", "QUEEN_V2_FUSION_SHARDS": "abc", "LOG_LEVEL": "loud", "QUEEN_VEGAS_ALPHA": "9",
 		}, want: []string{
@@ -385,6 +446,8 @@ func TestAccessors(t *testing.T) {
 		addr    string
 		keyLen  int
 		keyByte byte // last byte of the key, when keyLen > 0
+		oldLen  int
+		oldByte byte // last byte of the old key, when oldLen > 0
 	}{
 		{name: "defaults", level: slog.LevelInfo, addr: "0.0.0.0:6632"},
 		{name: "debug", env: map[string]string{"LOG_LEVEL": "DEBUG"}, level: slog.LevelDebug, addr: "0.0.0.0:6632"},
@@ -392,6 +455,8 @@ func TestAccessors(t *testing.T) {
 		{name: "error", env: map[string]string{"LOG_LEVEL": "error"}, level: slog.LevelError, addr: "0.0.0.0:6632"},
 		{name: "ipv6 bind and key", env: map[string]string{"QUEEN_BIND_ADDR": "::", "PORT": "1", "QUEEN_ENCRYPTION_KEY": strings.ToUpper(validKey)},
 			level: slog.LevelInfo, addr: "[::]:1", keyLen: 32, keyByte: 0x1f},
+		{name: "rotated key", env: map[string]string{"QUEEN_ENCRYPTION_KEY": strings.Repeat("ab", 32), "QUEEN_ENCRYPTION_KEY_OLD": validKey},
+			level: slog.LevelInfo, addr: "0.0.0.0:6632", keyLen: 32, keyByte: 0xab, oldLen: 32, oldByte: 0x1f},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -409,6 +474,10 @@ func TestAccessors(t *testing.T) {
 			key := cfg.EncryptionKeyBytes()
 			if len(key) != tt.keyLen || (tt.keyLen > 0 && key[len(key)-1] != tt.keyByte) {
 				t.Errorf("EncryptionKeyBytes() = %x, want %d bytes ending in %#x", key, tt.keyLen, tt.keyByte)
+			}
+			old := cfg.EncryptionKeyOldBytes()
+			if len(old) != tt.oldLen || (tt.oldLen > 0 && old[len(old)-1] != tt.oldByte) {
+				t.Errorf("EncryptionKeyOldBytes() = %x, want %d bytes ending in %#x", old, tt.oldLen, tt.oldByte)
 			}
 		})
 	}
@@ -506,5 +575,23 @@ func TestLoad(t *testing.T) {
 	}
 	if cfg.FusionShards != 12 {
 		t.Errorf("Load: FusionShards = %d, want 12", cfg.FusionShards)
+	}
+}
+
+func TestLogOutput(t *testing.T) {
+	t.Parallel()
+	cfg, err := Parse(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.LogOutput() != os.Stderr {
+		t.Fatalf("LogOutput() = %v, want stderr", cfg.LogOutput())
+	}
+	var buf bytes.Buffer
+	if got := cfg.WithLogOutput(&buf).LogOutput(); got != &buf {
+		t.Fatalf("LogOutput() after WithLogOutput = %v", got)
+	}
+	if cfg.LogOutput() != os.Stderr {
+		t.Fatal("WithLogOutput changed the original")
 	}
 }

@@ -10,8 +10,11 @@
 //     database), configured with config.Parse, listening on a free loopback port
 //     (PORT=0), with a FILE_BUFFER_DIR of its own; the test's cleanup stops it gracefully
 //     (App.Stop) and then runs the injector's cleanup (pool, spool).
+//   - launchBroker: startBrokerOn that returns the broker's refusal to start instead of
+//     failing, and can capture its logs (config.WithLogOutput).
 //   - broker.request and broker.do: the one way tests send a request (do fails the test
-//     on a transport error; request reports it, for goroutines).
+//     on a transport error; request reports it, for goroutines); requestAuth adds an
+//     Authorization header.
 //   - decoders of the push, pop and ack answers, strict by field name.
 //   - eventually: the one bounded poll; tests never sleep to wait for a condition.
 //   - pgProxy (proxy_test.go): a TCP relay between a broker and PostgreSQL, so a test can

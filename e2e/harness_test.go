@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"maps"
 	"net/http"
@@ -57,6 +58,18 @@ func startBroker(t testing.TB, env map[string]string) *broker {
 // own, since a spool has one owner.
 func startBrokerOn(t testing.TB, db string, env map[string]string) *broker {
 	t.Helper()
+	b, err := launchBroker(t, db, env, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// launchBroker is startBrokerOn that reports a broker refusing to start (its
+// configuration, or its construction) instead of failing the test; logs, when not nil,
+// receives the broker's log lines instead of stderr.
+func launchBroker(t testing.TB, db string, env map[string]string, logs io.Writer) (*broker, error) {
+	t.Helper()
 	vars := map[string]string{
 		"QUEEN_PG_URL":    db,
 		"PORT":            "0",
@@ -68,17 +81,20 @@ func startBrokerOn(t testing.TB, db string, env map[string]string) *broker {
 	maps.Copy(vars, env)
 	cfg, err := config.Parse(vars)
 	if err != nil {
-		t.Fatalf("configuration %v: %v", vars, err)
+		return nil, fmt.Errorf("configuration %v: %w", vars, err)
+	}
+	if logs != nil {
+		cfg = cfg.WithLogOutput(logs)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
 	app, cleanup, err := queen.InitializeApp(ctx, cfg)
 	if err != nil {
-		t.Fatalf("build the broker: %v", err)
+		return nil, fmt.Errorf("build the broker: %w", err)
 	}
 	if err := app.Start(ctx); err != nil {
 		cleanup()
-		t.Fatalf("start the broker: %v", err)
+		return nil, fmt.Errorf("start the broker: %w", err)
 	}
 	b := &broker{URL: "http://" + app.Addr().String(), DB: db, Spool: vars["FILE_BUFFER_DIR"],
 		app: app, cleanup: cleanup, client: newClient()}
@@ -87,7 +103,7 @@ func startBrokerOn(t testing.TB, db string, env map[string]string) *broker {
 			t.Errorf("stop the broker at %s: %v", b.URL, err)
 		}
 	})
-	return b
+	return b, nil
 }
 
 // remoteBroker is a broker another process runs at url: the same requests, nothing to
@@ -138,9 +154,17 @@ func (b *broker) shutdown() error {
 // request sends body (nil: none) to path and returns the answer with its whole body. It
 // does not fail the test, so goroutines may use it; ctx cancels it.
 func (b *broker) request(ctx context.Context, method, path string, body io.Reader) (*http.Response, []byte, error) {
+	return b.requestAuth(ctx, method, path, "", body)
+}
+
+// requestAuth is request with an Authorization header (none when authorization is "").
+func (b *broker) requestAuth(ctx context.Context, method, path, authorization string, body io.Reader) (*http.Response, []byte, error) {
 	req, err := http.NewRequestWithContext(ctx, method, b.URL+path, body)
 	if err != nil {
 		return nil, nil, err
+	}
+	if authorization != "" {
+		req.Header.Set("Authorization", authorization)
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
@@ -209,6 +233,7 @@ type pushResult struct {
 	QueueName     string `json:"queueName"`
 	Status        string `json:"status"`
 	Offset        *int64 `json:"offset"`
+	Error         string `json:"error"` // only on an item refused for encryption (failed)
 }
 
 // push posts items (as {"items": items}) and decodes the 201 answer strictly.

@@ -12,6 +12,7 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/queen-go/queen/core/admin"
+	"github.com/queen-go/queen/core/auth"
 	"github.com/queen-go/queen/core/consume"
 	"github.com/queen-go/queen/core/drain"
 	"github.com/queen-go/queen/core/maintenance"
@@ -30,6 +31,12 @@ type Options struct {
 	Prometheus http.Handler
 	// PoolStats reports database connections for GET /metrics.
 	PoolStats func() (total, idle, acquired int32)
+	// Auth checks the token and its roles on every route but the public ones (api.md
+	// §3, auth.go); nil: authentication is off and every request is allowed.
+	Auth *auth.Verifier
+	// SkipPaths are served without a token when Auth is set (JWT_SKIP_PATHS): an exact
+	// match, or a prefix match for entries longer than "/" that end in "/".
+	SkipPaths []string
 }
 
 // Services are the use cases the routes call. Push and DB are required.
@@ -55,8 +62,14 @@ type api struct {
 	start time.Time
 }
 
-// New returns the broker's HTTP handler.
+// New returns the broker's HTTP handler: the routes, behind authentication when
+// opts.Auth is set.
 func New(svc Services, opts Options) http.Handler {
+	a := newAPI(svc, opts)
+	return a.guard(a.routes())
+}
+
+func newAPI(svc Services, opts Options) *api {
 	if opts.MaxBodyBytes <= 0 {
 		opts.MaxBodyBytes = 64 << 20
 	}
@@ -69,7 +82,13 @@ func New(svc Services, opts Options) http.Handler {
 	if opts.PoolStats == nil {
 		opts.PoolStats = func() (int32, int32, int32) { return 0, 0, 0 }
 	}
-	a := &api{Services: svc, opts: opts, start: time.Now()}
+	return &api{Services: svc, opts: opts, start: time.Now()}
+}
+
+// routes registers every route of the services present; auth.go gives each its access
+// level.
+func (a *api) routes() *mux.Router {
+	svc, opts := a.Services, a.opts
 	// Names are free text: a queue, partition or group named "." or "..", or with "//",
 	// must reach its route as sent, not be redirected to a cleaned path.
 	r := mux.NewRouter().SkipClean(true)

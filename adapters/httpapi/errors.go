@@ -8,7 +8,9 @@ import (
 	"net/http"
 
 	"github.com/queen-go/queen/core/admin"
+	"github.com/queen-go/queen/core/auth"
 	"github.com/queen-go/queen/core/consume"
+	"github.com/queen-go/queen/core/encryption"
 	"github.com/queen-go/queen/core/push"
 	"github.com/queen-go/queen/core/queues"
 	"github.com/queen-go/queen/ports"
@@ -41,10 +43,22 @@ func statusOf(err error) int {
 		ae *admin.InputError
 	)
 	switch {
+	case auth.IsUnauthorized(err):
+		return http.StatusUnauthorized
+	case errors.Is(err, auth.ErrForbidden):
+		return http.StatusForbidden
+	case errors.Is(err, auth.ErrKeysUnavailable):
+		return http.StatusServiceUnavailable // the key set cannot be fetched: retry later
+	case errors.Is(err, auth.ErrNoSecret):
+		return http.StatusInternalServerError // an HS token and no JWT_SECRET (api.md §3)
 	case errors.As(err, &br), errors.As(err, &ie), errors.As(err, &qe), errors.As(err, &ce), errors.As(err, &ae):
 		return http.StatusBadRequest
 	case errors.Is(err, admin.ErrNotFound):
 		return http.StatusNotFound
+	case errors.Is(err, encryption.ErrFlagUnknown):
+		return http.StatusServiceUnavailable // the queue's flag could not be read: retry later
+	case errors.Is(err, encryption.ErrNoKey), errors.Is(err, encryption.ErrSeal):
+		return http.StatusInternalServerError // an encrypted queue this broker cannot seal for: its configuration
 	case errors.As(err, &tl):
 		return http.StatusRequestEntityTooLarge
 	case errors.Is(err, ports.ErrUnavailable), errors.Is(err, ports.ErrTimeout), errors.Is(err, ports.ErrConflict):
@@ -71,6 +85,8 @@ func writeError(w http.ResponseWriter, log *slog.Logger, err error) {
 	case code >= 500:
 		log.Error("request failed", "status", code, "err", err)
 		body["error"] = http.StatusText(code)
+	case code == http.StatusUnauthorized:
+		w.Header().Set("WWW-Authenticate", "Bearer") // RFC 6750 §3
 	}
 	writeJSON(w, code, body)
 }

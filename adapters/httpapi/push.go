@@ -147,14 +147,15 @@ func (a *api) handlePush(w http.ResponseWriter, r *http.Request) {
 		writeRaw(w, http.StatusCreated, []byte("[]"))
 		return
 	}
-	results := a.Push.Push(r.Context(), a.opts.Tenant, "", items)
+	results := a.Push.Push(r.Context(), a.opts.Tenant, producerSub(r), items)
 	code := http.StatusCreated
 	if a.Maintenance != nil && a.Maintenance.Push() && slices.ContainsFunc(results, func(r push.Result) bool {
-		return r.Status == push.StatusFailed
+		return r.Status == push.StatusFailed && r.Err == nil
 	}) {
 		// Under push maintenance only the spool takes pushes: an item it could not take
 		// is accepted nowhere, and the reference answers 500 (api.md §5.1) so clients
-		// retry. On the database-failure path failed items keep the 201.
+		// retry. On the database-failure path failed items keep the 201, and so do items
+		// refused for encryption (Err set): a retry would be refused again.
 		code = http.StatusInternalServerError
 	}
 	writeRaw(w, code, renderPush(results))
@@ -183,6 +184,13 @@ func renderPush(results []push.Result) []byte {
 		if r.HasOffset {
 			b = append(b, `,"offset":`...)
 			b = strconv.AppendInt(b, r.Offset, 10)
+		}
+		if r.Err != nil {
+			// Only an item refused for encryption has one (the issue's addition to
+			// api.md §5.1, which has no per-item error text): failed says it was not
+			// stored, error says why and whether a retry can help.
+			b = append(b, `,"error":`...)
+			b = appendString(b, r.Err.Error())
 		}
 		b = append(b, '}')
 	}

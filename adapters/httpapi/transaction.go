@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/queen-go/queen/core/consume"
+	"github.com/queen-go/queen/core/encryption"
 	"github.com/queen-go/queen/core/push"
 	"github.com/queen-go/queen/ports"
 )
@@ -93,7 +94,7 @@ func (a *api) handleTransaction(w http.ResponseWriter, r *http.Request) {
 	if len(body.RequiredLeases) == 1 && consume.IsUUID(body.RequiredLeases[0]) {
 		hint = body.RequiredLeases[0]
 	}
-	res, err := a.Push.Transaction(r.Context(), a.opts.Tenant, "", ops, hint)
+	res, err := a.Push.Transaction(r.Context(), a.opts.Tenant, producerSub(r), ops, hint)
 	var rb *ports.RollbackError
 	switch {
 	case errors.As(err, &rb):
@@ -102,6 +103,11 @@ func (a *api) handleTransaction(w http.ResponseWriter, r *http.Request) {
 	case errors.Is(err, push.ErrSpooledAhead):
 		// 503: retried by clients (nothing was applied), and succeeds once replay caught up.
 		fail(http.StatusServiceUnavailable, err.Error()+"; nothing was applied, retry later", "spooled")
+		return
+	case errors.Is(err, encryption.ErrNoKey), errors.Is(err, encryption.ErrSeal), errors.Is(err, encryption.ErrFlagUnknown):
+		// A push to an encrypted queue this broker cannot seal for: the whole transaction
+		// is refused before anything is applied, with the reason (not the generic 5xx body).
+		fail(statusOf(err), err.Error(), "encryption")
 		return
 	case err != nil:
 		writeError(w, a.opts.Logger, err)

@@ -17,6 +17,7 @@ import (
 	"github.com/queen-go/queen/core/hotlist"
 	"github.com/queen-go/queen/core/peers"
 	"github.com/queen-go/queen/core/push"
+	"github.com/queen-go/queen/core/retention"
 )
 
 // Sources are the readings a scrape takes.
@@ -36,6 +37,8 @@ type Sources struct {
 	// Hotlist and Peers, when set, report the hot-list and the peer hints.
 	Hotlist func() hotlist.Stats
 	Peers   func() peers.Stats
+	// Retention, when set, reports what the retention cycle removed.
+	Retention func() retention.Stats
 }
 
 // Handler returns the /metrics/prometheus handler over a private registry.
@@ -85,6 +88,9 @@ func Handler(src Sources) http.Handler {
 	registerSpoolAndDatabase(src, gauge, counter)
 	if src.Hotlist != nil {
 		reg.MustRegister(hotlistCollector{src.Hotlist, src.Peers})
+	}
+	if src.Retention != nil {
+		registerRetention(src.Retention, counter)
 	}
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	h := promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
@@ -142,4 +148,31 @@ func residentBytes() uint64 {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	return ms.Sys
+}
+
+// registerRetention exports what each retention job removed, in rows and stored bytes.
+func registerRetention(stats func() retention.Stats, counter func(string, string, prometheus.Labels, func() float64)) {
+	for _, j := range []struct {
+		job         string
+		rows, bytes func(retention.Stats) int64
+	}{
+		{"segments", func(s retention.Stats) int64 { return s.Segments }, func(s retention.Stats) int64 { return s.SegBytes }},
+		{"messages", func(s retention.Stats) int64 { return s.Messages }, nil},
+		{"hashes", func(s retention.Stats) int64 { return s.HashRows }, func(s retention.Stats) int64 { return s.HashBytes }},
+		{"dead_letters", func(s retention.Stats) int64 { return s.DeadLetters }, func(s retention.Stats) int64 { return s.DeadLetterBytes }},
+		{"traces", func(s retention.Stats) int64 { return s.Traces }, func(s retention.Stats) int64 { return s.TraceBytes }},
+		{"partitions", func(s retention.Stats) int64 { return s.Partitions }, nil},
+	} {
+		labels := prometheus.Labels{"job": j.job}
+		counter("queen_retention_removed_rows_total", "Rows the retention cycle removed, per job (messages: messages in the segments removed).", labels,
+			func() float64 { return float64(j.rows(stats())) })
+		if j.bytes != nil {
+			counter("queen_retention_removed_bytes_total", "Stored bytes the retention cycle removed, per job.", labels,
+				func() float64 { return float64(j.bytes(stats())) })
+		}
+	}
+	counter("queen_retention_cycles_total", "Retention cycles this broker ran (it held the lead).", nil,
+		func() float64 { return float64(stats().Cycles) })
+	counter("queen_retention_errors_total", "Retention steps that failed.", nil,
+		func() float64 { return float64(stats().Errors) })
 }

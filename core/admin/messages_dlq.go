@@ -199,6 +199,12 @@ func (m *Messages) replay(ctx context.Context, tenant, id string, to ReplayTarge
 			}
 			return false, &ReplayError{Result: result, Unavailable: true, RowRemoved: &no,
 				Err: errors.New("the push was spooled; replay again once it is committed to remove the dead letter")}
+		case push.StatusFailed:
+			if rep.Pushed.Err != nil { // refused: e.g. an encrypted destination this broker has no key for
+				return false, &ReplayError{Result: ReplayFailed, RowRemoved: &no,
+					Err: fmt.Errorf("the push was not stored: %w", rep.Pushed.Err)}
+			}
+			fallthrough
 		default:
 			return false, &ReplayError{Result: ReplayFailed, RowRemoved: &no,
 				Err: fmt.Errorf("the push was not stored (%s)", rep.Pushed.Status)}

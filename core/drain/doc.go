@@ -18,4 +18,14 @@
 // batch that keeps failing while the database answers pings (Permanent attempts) is
 // split into single records; a record that then fails Permanent times on its own is
 // quarantined with its error (spool failed/), never dropped.
+//
+// Encryption: a record sealed at push time is replayed as it is. A record spooled
+// unsealed is prepared again by core/encryption with the queue's current flag: sealed
+// when the queue encrypts, so the replay never writes plaintext to an encrypted queue. A
+// record that cannot be sealed (an encrypted queue on a broker or drain job without
+// QUEEN_ENCRYPTION_KEY) is refused before it reaches the database: it is neither
+// stored nor dropped. It fails its batch like a bad record (without marking the database
+// away), the later records of its partition wait behind it so the partition keeps its
+// order, and after Permanent attempts on its own it is quarantined with the reason; an
+// operator who configured the key moves it back to replay it (core/spool, Quarantine).
 package drain

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/queen-go/queen/core/dedup"
+	"github.com/queen-go/queen/core/encryption"
 	"github.com/queen-go/queen/core/fusion"
 	"github.com/queen-go/queen/core/segment"
 	"github.com/queen-go/queen/core/spool"
@@ -25,6 +26,10 @@ type Options struct {
 	Permanent  int           // [5] failures (database up) before a batch is split, then a record quarantined
 	Paused     func() bool   // push maintenance: replay waits while it reports true
 	Ping       ports.Pinger  // distinguishes "database away" from "this batch is bad"
+	// Encryption prepares each record spooled unsealed as its queue requires now: sealed
+	// when the queue encrypts, refused (kept, then quarantined) when it cannot be sealed
+	// ([nil] records are replayed as spooled).
+	Encryption *encryption.Policy
 	Logger     *slog.Logger
 }
 
@@ -279,8 +284,8 @@ func (d *Drainer) Step(ctx context.Context) (bool, error) {
 			todo = append(todo, i)
 		}
 	}
-	failed := d.replay(ctx, b, h, todo)
-	if failed == 0 {
+	failed, refused, why := d.replay(ctx, b, h, todo)
+	if failed+refused == 0 {
 		d.headFails, d.head = 0, nil
 		if err := d.spool.Commit(b); err != nil {
 			return false, fmt.Errorf("drain: commit %s: %w", b.File, err)
@@ -290,35 +295,57 @@ func (d *Drainer) Step(ctx context.Context) (bool, error) {
 		}
 		return true, nil
 	}
-	if d.opts.Ping != nil {
-		d.healthy.Store(false)
-		d.probe(ctx)
+	if failed > 0 {
+		// Only a failure in the database says anything about the database: a refused
+		// record never reached it.
+		if d.opts.Ping != nil {
+			d.healthy.Store(false)
+			d.probe(ctx)
+		}
+		if !d.healthy.Load() || d.opts.Ping == nil {
+			return false, fmt.Errorf("%w: %d of %d records of %s failed (database unreachable)", errBatch, failed, len(b.Records), b.File)
+		}
 	}
-	if !d.healthy.Load() || d.opts.Ping == nil {
-		return false, fmt.Errorf("%w: %d of %d records of %s failed (database unreachable)", errBatch, failed, len(b.Records), b.File)
-	}
-	// The database answers: maybe a passing overload (a timeout), maybe a bad record.
-	// Retry the rest of the batch first; only a batch that keeps failing is taken apart.
+	// The database answers: maybe a passing overload (a timeout), maybe a bad record, or
+	// one that cannot be written as its queue requires (refused). Retry the rest of the
+	// batch first; only a batch that keeps failing is taken apart.
 	if d.headFails++; d.headFails < d.opts.Permanent {
-		return false, fmt.Errorf("%w: %d of %d records of %s failed with the database up (attempt %d)",
-			errBatch, failed, len(b.Records), b.File, d.headFails)
+		return false, fmt.Errorf("%w: %d of %d records of %s failed with the database up, %d refused (attempt %d)%s",
+			errBatch, failed+refused, len(b.Records), b.File, refused, d.headFails, because(why))
 	}
 	d.headFails = 0
 	return d.isolate(ctx, b, h)
 }
 
+// because formats the reason of a refusal for an error message ("" when none).
+func because(why error) string {
+	if why == nil {
+		return ""
+	}
+	return ": " + why.Error()
+}
+
 // replay submits records todo of b, marks the ones that reached the database (stored or
-// duplicate) in h and counts them, and returns how many failed.
-func (d *Drainer) replay(ctx context.Context, b *spool.Batch, h *head, todo []int) (failed int) {
+// duplicate) in h and counts them. It returns how many failed in the database, and how
+// many were refused before it (their payload cannot be written as their queue requires,
+// or they wait behind such a record of their partition) with the last refusal.
+func (d *Drainer) replay(ctx context.Context, b *spool.Batch, h *head, todo []int) (failed, refused int, why error) {
 	recs := make([]spool.Record, len(todo))
 	for k, i := range todo {
 		recs[k] = b.Records[i]
 	}
-	for k, st := range d.submit(ctx, recs) {
-		switch st {
-		case fusion.Queued:
+	sts, errs := d.submit(ctx, recs)
+	for k, st := range sts {
+		switch {
+		case errs[k] != nil:
+			refused++
+			if !errors.Is(errs[k], errHeld) {
+				why = errs[k]
+			}
+			continue
+		case st == fusion.Queued:
 			d.replayed.Add(1)
-		case fusion.Duplicate:
+		case st == fusion.Duplicate:
 			d.duplicates.Add(1)
 		default:
 			failed++
@@ -326,7 +353,7 @@ func (d *Drainer) replay(ctx context.Context, b *spool.Batch, h *head, todo []in
 		}
 		h.done[todo[k]] = true
 	}
-	return failed
+	return failed, refused, why
 }
 
 // isolate handles a batch that fails although the database answers: each record not yet
@@ -337,10 +364,11 @@ func (d *Drainer) isolate(ctx context.Context, b *spool.Batch, h *head) (bool, e
 	for i := range b.Records {
 		var lastErr error
 		for attempt := 0; !h.done[i] && attempt < d.opts.Permanent && ctx.Err() == nil; attempt++ {
-			if d.replay(ctx, b, h, []int{i}) == 0 {
+			failed, refused, why := d.replay(ctx, b, h, []int{i})
+			if failed+refused == 0 {
 				break
 			}
-			lastErr = fmt.Errorf("%w: record %d of %s failed %d times with the database up", errBatch, i, b.File, attempt+1)
+			lastErr = fmt.Errorf("%w: record %d of %s failed %d times with the database up%s", errBatch, i, b.File, attempt+1, because(why))
 			d.wait(ctx, d.opts.Backoff)
 		}
 		if h.done[i] {
@@ -371,34 +399,56 @@ func (d *Drainer) isolate(ctx context.Context, b *spool.Batch, h *head) (bool, e
 	return true, nil
 }
 
+// errHeld marks a record not submitted because an earlier record of its partition was
+// refused: storing it first would reorder the partition.
+var errHeld = errors.New("drain: held behind a refused record of its partition")
+
 // submit pushes records through fusion, one group per partition in record order, waits
-// for every verdict and returns each record's.
-func (d *Drainer) submit(ctx context.Context, recs []spool.Record) []fusion.Status {
-	groups, where := groupsOf(recs)
+// for every verdict and returns each record's. A record whose payload cannot be written
+// as its queue requires now (see Options.Encryption), and every later record of its
+// partition, is not submitted: its error says why.
+func (d *Drainer) submit(ctx context.Context, recs []spool.Record) ([]fusion.Status, []error) {
+	groups, where, errs := groupsOf(recs, d.opts.Encryption.Memo(ctx, true))
 	done := make(chan struct{}, len(groups))
 	for _, g := range groups {
 		g.Done = func() { done <- struct{}{} }
 	}
-	d.batcher.Submit(groups...)
+	if len(groups) > 0 {
+		d.batcher.Submit(groups...)
+	}
 	for range groups {
 		<-done // fusion always answers (Close answers Error): no need to watch ctx
 	}
 	out := make([]fusion.Status, len(recs))
 	for i, w := range where {
-		out[i] = groups[w[0]].Results[w[1]].Status
+		if errs[i] == nil {
+			out[i] = groups[w[0]].Results[w[1]].Status
+		}
 	}
-	return out
+	return out, errs
 }
 
 // groupsOf turns records into fusion groups, one per (tenant, queue, partition) in the
-// order the partitions first appear, frames in record order, and says where each record
-// went: (group, frame).
-func groupsOf(recs []spool.Record) ([]*fusion.Group, [][2]int) {
+// order the partitions first appear, frames in record order, each prepared by memo, and
+// says where each record went: (group, frame), or why it was not submitted.
+func groupsOf(recs []spool.Record, memo *encryption.Memo) ([]*fusion.Group, [][2]int, []error) {
 	var groups []*fusion.Group
 	where := make([][2]int, len(recs))
+	errs := make([]error, len(recs))
 	idx := make(map[[3]string]int)
+	stopped := make(map[[3]string]bool) // partitions with a refused record in this batch
 	for ri, r := range recs {
 		k := [3]string{r.Tenant, r.Queue, r.Partition}
+		if stopped[k] {
+			errs[ri] = errHeld
+			continue
+		}
+		f := segment.Frame{ID: r.MessageID, TransactionID: r.TransactionID, ProducerSub: r.ProducerSub,
+			TraceID: r.TraceID, HasTrace: r.HasTrace, Encrypted: r.Encrypted, Payload: r.Payload}
+		if err := memo.Seal(r.Tenant, r.Queue, &f); err != nil {
+			errs[ri], stopped[k] = fmt.Errorf("drain: record %s of %s/%s: %w", r.TransactionID, r.Queue, r.Partition, err), true
+			continue
+		}
 		i, ok := idx[k]
 		if !ok {
 			i = len(groups)
@@ -407,9 +457,8 @@ func groupsOf(recs []spool.Record) ([]*fusion.Group, [][2]int) {
 		}
 		g := groups[i]
 		where[ri] = [2]int{i, len(g.Frames)}
-		g.Frames = append(g.Frames, segment.Frame{ID: r.MessageID, TransactionID: r.TransactionID,
-			ProducerSub: r.ProducerSub, TraceID: r.TraceID, HasTrace: r.HasTrace, Encrypted: r.Encrypted, Payload: r.Payload})
+		g.Frames = append(g.Frames, f)
 		g.Hashes = append(g.Hashes, dedup.Hash(r.TransactionID))
 	}
-	return groups, where
+	return groups, where, errs
 }

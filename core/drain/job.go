@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/queen-go/queen/core/encryption"
 	"github.com/queen-go/queen/core/fusion"
 	"github.com/queen-go/queen/core/spool"
 	"github.com/queen-go/queen/ports"
@@ -18,7 +19,10 @@ type JobOptions struct {
 	MaxBatch      int           // FILE_BUFFER_MAX_BATCH
 	BundleMax     int           // QUEEN_V2_BUNDLE_MAX
 	Interval      time.Duration // FILE_BUFFER_FLUSH_MS
-	Logger        *slog.Logger
+	// Encryption seals replayed records of encrypted queues as a broker's drain does
+	// ([nil] records are replayed as spooled).
+	Encryption *encryption.Policy
+	Logger     *slog.Logger
 }
 
 // Job is the batch-drain job (queen-drain, cmd/lambda): it replays spool directories
@@ -116,7 +120,7 @@ func (j *Job) drainDir(ctx context.Context, dir string, deadline time.Time) (Dir
 		return ds, nil
 	}
 	d := New(sp, j.batcher, Options{MaxBatch: j.opts.MaxBatch, BundleMax: j.opts.BundleMax, Interval: j.opts.Interval,
-		Ping: j.ping, Logger: j.opts.Logger.With("dir", dir)})
+		Ping: j.ping, Encryption: j.opts.Encryption, Logger: j.opts.Logger.With("dir", dir)})
 	s, err := d.Until(ctx, deadline)
 	ds.Summary = s
 	j.opts.Logger.Info("drain: directory done", "dir", dir, "replayed", s.Replayed, "duplicates", s.Duplicates,

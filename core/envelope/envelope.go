@@ -12,11 +12,30 @@ import (
 
 // Sealer encrypts and decrypts payload envelopes. It is safe for concurrent use.
 type Sealer struct {
-	aead cipher.AEAD
+	aead cipher.AEAD   // the current key: seals, and is tried first on open
+	old  []cipher.AEAD // keys being rotated out: open only, tried in order after aead
 }
 
-// New returns a Sealer for a 32-byte AES-256 key.
-func New(key []byte) (*Sealer, error) {
+// New returns a Sealer that seals with the 32-byte AES-256 key and opens envelopes sealed
+// with key or with any of old, the keys being rotated out (QUEEN_ENCRYPTION_KEY_OLD):
+// they decrypt what was sealed before the rotation and never seal.
+func New(key []byte, old ...[]byte) (*Sealer, error) {
+	aead, err := gcm(key)
+	if err != nil {
+		return nil, err
+	}
+	s := &Sealer{aead: aead}
+	for i, k := range old {
+		a, err := gcm(k)
+		if err != nil {
+			return nil, fmt.Errorf("old key %d: %w", i, err)
+		}
+		s.old = append(s.old, a)
+	}
+	return s, nil
+}
+
+func gcm(key []byte) (cipher.AEAD, error) {
 	if len(key) != 32 {
 		return nil, fmt.Errorf("envelope: key is %d bytes, want 32", len(key))
 	}
@@ -28,7 +47,7 @@ func New(key []byte) (*Sealer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("envelope: %w", err)
 	}
-	return &Sealer{aead: aead}, nil
+	return aead, nil
 }
 
 type wire struct {
@@ -37,7 +56,8 @@ type wire struct {
 	AuthTag   string `json:"authTag"`
 }
 
-// Seal encrypts plaintext into an envelope.
+// Seal encrypts plaintext into an envelope, always with the current key, under a fresh
+// random IV (a GCM nonce must never repeat under one key).
 func (s *Sealer) Seal(plaintext []byte) ([]byte, error) {
 	var iv [16]byte
 	if _, err := rand.Read(iv[:]); err != nil {
@@ -55,7 +75,13 @@ func (s *Sealer) Seal(plaintext []byte) ([]byte, error) {
 // ErrMalformed is wrapped by Open errors about the envelope itself.
 var ErrMalformed = errors.New("envelope: malformed")
 
-// Open decrypts an envelope back to the original payload bytes.
+// ErrNoKeyOpens is wrapped by Open errors about a well-formed envelope that no
+// configured key authenticates: it was sealed with another key, or altered.
+var ErrNoKeyOpens = errors.New("envelope: no configured key opens it (sealed with another key, or altered)")
+
+// Open decrypts an envelope back to the original payload bytes. It tries the current
+// key, then the old ones: GCM authenticates, so a wrong key fails instead of returning
+// garbage, and the first key that authenticates is the one that sealed it.
 func (s *Sealer) Open(env []byte) ([]byte, error) {
 	var w wire
 	if err := json.Unmarshal(env, &w); err != nil {
@@ -70,9 +96,16 @@ func (s *Sealer) Open(env []byte) ([]byte, error) {
 	if len(iv) < 12 || len(tag) != 16 {
 		return nil, fmt.Errorf("%w: iv %d bytes, tag %d bytes", ErrMalformed, len(iv), len(tag))
 	}
-	pt, err := s.aead.Open(nil, iv[:12], append(ct, tag...), nil)
+	sealed := append(ct, tag...)
+	pt, err := s.aead.Open(nil, iv[:12], sealed, nil)
+	for _, a := range s.old {
+		if err == nil {
+			break
+		}
+		pt, err = a.Open(nil, iv[:12], sealed, nil)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("envelope: open: %w", err)
+		return nil, fmt.Errorf("%w: tried %d key(s): %v", ErrNoKeyOpens, 1+len(s.old), err)
 	}
 	return pt, nil
 }

@@ -2,17 +2,17 @@ package push
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/queen-go/queen/core/dedup"
-	"github.com/queen-go/queen/core/envelope"
+	"github.com/queen-go/queen/core/encryption"
 	"github.com/queen-go/queen/core/fusion"
 	"github.com/queen-go/queen/core/names"
 	"github.com/queen-go/queen/core/notify"
@@ -53,7 +53,8 @@ type Result struct {
 	PartitionID   string
 	Status        Status
 	Offset        int64
-	HasOffset     bool // queued and duplicate carry an offset
+	HasOffset     bool  // queued and duplicate carry an offset
+	Err           error // why a failed item was refused (encryption); nil otherwise
 }
 
 // InputError says which item of a request is invalid and why.
@@ -87,11 +88,11 @@ func Validate(items []Item) error {
 
 // Options configures a Service; zero values take the defaults in brackets.
 type Options struct {
-	Sealer   *envelope.Sealer    // [nil] encryption off
-	Settings ports.QueueSettings // required when Sealer is set
-	CacheTTL time.Duration       // [60s] how long a queue's encryption flag is trusted
-	Logger   *slog.Logger
-	NewID    func() [16]byte // [UUIDv7]
+	// Encryption seals the payloads of encrypted queues and refuses them when it cannot
+	// ([nil] no queue is encrypted).
+	Encryption *encryption.Policy
+	Logger     *slog.Logger
+	NewID      func() [16]byte // [UUIDv7]
 
 	// Transactions and Codec enable Transaction (api.md §5.4).
 	Transactions ports.TransactionStore
@@ -114,30 +115,18 @@ type Service struct {
 	batcher *fusion.Batcher
 	opts    Options
 
-	mu     sync.Mutex
-	flags  map[string]flag // tenant\x1fqueue -> encryption flag
-	forgot uint64          // Forget calls so far: a lookup that overlapped one is not cached
-
 	requests, messages atomic.Uint64
-}
-
-type flag struct {
-	on bool
-	at time.Time
 }
 
 // New returns a Service submitting to batcher.
 func New(batcher *fusion.Batcher, opts Options) *Service {
-	if opts.CacheTTL <= 0 {
-		opts.CacheTTL = time.Minute
-	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
 	if opts.NewID == nil {
 		opts.NewID = newV7
 	}
-	return &Service{batcher: batcher, opts: opts, flags: make(map[string]flag)}
+	return &Service{batcher: batcher, opts: opts}
 }
 
 func newV7() [16]byte {
@@ -158,6 +147,7 @@ func (s *Service) Stats() Stats {
 }
 
 // slot locates an item's verdict: frame frame of group group, or a follower of leader.
+// A leader refused before it reached a group has group -1.
 type slot struct {
 	group, frame int
 	leader       int
@@ -179,7 +169,11 @@ func (s *Service) Push(ctx context.Context, tenant, producerSub string, items []
 	var groups []*fusion.Group
 	byPartition := make(map[[2]string]int)
 	slots := make([]slot, len(items))
-	encrypt := s.encryptionFor(ctx, tenant)
+	all := s.opts.Spool != nil && s.opts.Divert != nil && s.opts.Divert()
+	// While every push is spooled, expired flags are not read: the database may be away
+	// (each read would wait for it), and the replay reads them again anyway.
+	memo := s.opts.Encryption.Memo(ctx, !all)
+	var deferred map[int]bool // groups that may only be spooled: their flag is unknown (rare: allocated on use)
 	var wg sync.WaitGroup
 	for i, it := range items {
 		if leaders[i] != i {
@@ -187,6 +181,15 @@ func (s *Service) Push(ctx context.Context, tenant, producerSub string, items []
 			continue
 		}
 		r := &results[i]
+		f := segment.Frame{ID: r.MessageID, TransactionID: r.TransactionID, ProducerSub: producerSub, Payload: it.Payload}
+		err := memo.Seal(tenant, r.Queue, &f)
+		undecided := errors.Is(err, encryption.ErrFlagUnknown) && s.opts.Spool != nil
+		if err != nil && !undecided {
+			// Refused (encrypted queue without a key, or the seal failed): never stored.
+			r.Status, r.Err = StatusFailed, err
+			slots[i] = slot{group: -1, leader: i}
+			continue
+		}
 		gk := [2]string{r.Queue, r.Partition}
 		gi, ok := byPartition[gk]
 		if !ok {
@@ -194,16 +197,20 @@ func (s *Service) Push(ctx context.Context, tenant, producerSub string, items []
 			byPartition[gk] = gi
 			groups = append(groups, &fusion.Group{Tenant: tenant, Queue: r.Queue, Partition: r.Partition, Done: wg.Done})
 		}
-		g := groups[gi]
-		f := segment.Frame{ID: r.MessageID, TransactionID: r.TransactionID, ProducerSub: producerSub, Payload: it.Payload}
-		if encrypt(r.Queue) {
-			s.seal(&f)
+		if undecided {
+			// Spooled as pushed, never sent to the database: the replay reads the flag
+			// again and seals the payload, or refuses it, before anything is stored.
+			if deferred == nil {
+				deferred = make(map[int]bool)
+			}
+			deferred[gi] = true
 		}
+		g := groups[gi]
 		slots[i] = slot{group: gi, frame: len(g.Frames), leader: i}
 		g.Frames = append(g.Frames, f)
 		g.Hashes = append(g.Hashes, dedup.Hash(r.TransactionID))
 	}
-	spooled := s.divert(ctx, tenant, groups)
+	spooled := s.divert(ctx, tenant, groups, all, deferred)
 	fused := make([]*fusion.Group, 0, len(groups))
 	for gi, g := range groups {
 		if _, ok := spooled[[2]int{gi, 0}]; !ok { // a diverted group is spooled whole
@@ -217,7 +224,7 @@ func (s *Service) Push(ctx context.Context, tenant, producerSub string, items []
 
 	for i := range results {
 		sl := slots[i]
-		if sl.leader != i {
+		if sl.leader != i || sl.group < 0 {
 			continue
 		}
 		if st, ok := spooled[[2]int{sl.group, sl.frame}]; ok {
@@ -235,20 +242,20 @@ func (s *Service) Push(ctx context.Context, tenant, producerSub string, items []
 }
 
 // divert spools, without trying the database, every group that must not go there now:
-// all of them under push maintenance or while the database is known to be away, and
+// all of them (all: under push maintenance or while the database is known to be away),
 // any group whose partition still has spooled records (they must commit first, so the
-// partition keeps its order across the outage). It returns the status of every frame
-// of the diverted groups, keyed (group, frame): buffered, or failed when the spool
-// write failed.
-func (s *Service) divert(ctx context.Context, tenant string, groups []*fusion.Group) map[[2]int]Status {
+// partition keeps its order across the outage), and the deferred groups (their
+// encryption is decided at replay). It returns the status of every frame of the
+// diverted groups, keyed (group, frame): buffered, or failed when the spool write
+// failed.
+func (s *Service) divert(ctx context.Context, tenant string, groups []*fusion.Group, all bool, deferred map[int]bool) map[[2]int]Status {
 	spooled := make(map[[2]int]Status)
 	if s.opts.Spool == nil {
 		return spooled
 	}
-	all := s.opts.Divert != nil && s.opts.Divert()
 	var refs [][2]int
 	for gi, g := range groups {
-		if all || s.opts.Spool.Pending(tenant, g.Queue, g.Partition) {
+		if all || deferred[gi] || s.opts.Spool.Pending(tenant, g.Queue, g.Partition) {
 			for k := range g.Frames {
 				refs = append(refs, [2]int{gi, k})
 			}
@@ -340,8 +347,8 @@ func fill(r *Result, v fusion.Result) {
 }
 
 // follow makes a layer-1 follower report its leader's final id and offset. A follower of
-// a leader that was not stored shares the leader's status: it is not a duplicate of
-// anything stored.
+// a leader that was not stored shares the leader's status (and refusal): it is not a
+// duplicate of anything stored.
 func follow(r, leader *Result) {
 	r.MessageID, r.PartitionID = leader.MessageID, leader.PartitionID
 	r.Offset, r.HasOffset = leader.Offset, leader.HasOffset
@@ -349,68 +356,6 @@ func follow(r, leader *Result) {
 	case StatusQueued, StatusDuplicate:
 		r.Status = StatusDuplicate
 	default:
-		r.Status = leader.Status
+		r.Status, r.Err = leader.Status, leader.Err
 	}
-}
-
-// seal replaces a frame's payload by its encryption envelope. Encryption failure keeps
-// the plaintext: it never fails the push (api.md §5.1).
-func (s *Service) seal(f *segment.Frame) {
-	env, err := s.opts.Sealer.Seal(f.Payload)
-	if err != nil {
-		s.opts.Logger.Error("push: encryption failed, storing plaintext", "err", err)
-		return
-	}
-	f.Payload, f.Encrypted = env, true
-}
-
-// encryptionFor returns a per-request memo of the queues' encryption flags.
-func (s *Service) encryptionFor(ctx context.Context, tenant string) func(queue string) bool {
-	if s.opts.Sealer == nil || s.opts.Settings == nil {
-		return func(string) bool { return false }
-	}
-	memo := make(map[string]bool)
-	return func(queue string) bool {
-		on, ok := memo[queue]
-		if !ok {
-			on = s.encryptionEnabled(ctx, tenant, queue)
-			memo[queue] = on
-		}
-		return on
-	}
-}
-
-func (s *Service) encryptionEnabled(ctx context.Context, tenant, queue string) bool {
-	key := tenant + "\x1f" + queue
-	s.mu.Lock()
-	f, ok := s.flags[key]
-	gen := s.forgot
-	s.mu.Unlock()
-	if ok && time.Since(f.at) < s.opts.CacheTTL {
-		return f.on
-	}
-	on, err := s.opts.Settings.EncryptionEnabled(ctx, tenant, queue)
-	if err != nil {
-		s.opts.Logger.Warn("push: encryption flag unavailable, storing plaintext", "queue", queue, "err", err)
-		return false
-	}
-	s.mu.Lock()
-	if s.forgot == gen {
-		// Otherwise the read may predate the configure that called Forget: caching it
-		// would bring the old flag back for CacheTTL.
-		s.flags[key] = flag{on: on, at: time.Now()}
-	}
-	s.mu.Unlock()
-	return on
-}
-
-// QueueChanged is Forget as a queue-change subscriber.
-func (s *Service) QueueChanged(c notify.QueueChange) { s.Forget(c.Tenant, c.Queue) }
-
-// Forget drops cached per-queue flags (called when a queue is reconfigured).
-func (s *Service) Forget(tenant, queue string) {
-	s.mu.Lock()
-	delete(s.flags, tenant+"\x1f"+queue)
-	s.forgot++
-	s.mu.Unlock()
 }

@@ -1,17 +1,14 @@
 package push
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	"github.com/google/uuid"
 
 	"github.com/queen-go/queen/adapters/memory"
-	"github.com/queen-go/queen/core/envelope"
 	"github.com/queen-go/queen/core/fusion"
 	"github.com/queen-go/queen/core/segment"
 	"github.com/queen-go/queen/ports"
@@ -35,9 +32,6 @@ func newFixture(t *testing.T, opts Options) *fixture {
 	b := fusion.New(store, codec, fusion.Options{})
 	b.Start()
 	t.Cleanup(func() { _ = b.Stop(context.Background()) })
-	if opts.Settings == nil {
-		opts.Settings = store
-	}
 	return &fixture{store: store, codec: codec, svc: New(b, opts)}
 }
 
@@ -134,54 +128,6 @@ func TestPushLayerOneDedup(t *testing.T) {
 	}
 	if n := len(f.frames(t, "q", DefaultPartition)); n != 2 {
 		t.Fatalf("%d frames stored in q/Default, want 2 (stored, x)", n)
-	}
-}
-
-type countingSettings struct {
-	calls atomic.Int32
-	on    map[string]bool
-}
-
-func (c *countingSettings) EncryptionEnabled(_ context.Context, _, queue string) (bool, error) {
-	c.calls.Add(1)
-	if queue == "broken" {
-		return false, errors.New("database down")
-	}
-	return c.on[queue], nil
-}
-
-func TestPushEncryptsConfiguredQueues(t *testing.T) {
-	t.Parallel()
-	sealer, err := envelope.New(bytes.Repeat([]byte{1}, 32))
-	if err != nil {
-		t.Fatal(err)
-	}
-	settings := &countingSettings{on: map[string]bool{"secret": true}}
-	f := newFixture(t, Options{Sealer: sealer, Settings: settings})
-	items := make([]Item, 0, 1000)
-	for i := range 1000 {
-		q := []string{"secret", "plain", "broken"}[i%3]
-		items = append(items, Item{Queue: q, Payload: []byte(`{"n":1}`)})
-	}
-	for _, r := range f.svc.Push(t.Context(), tenant, "", items) {
-		if r.Status != StatusQueued {
-			t.Fatalf("item %d: %+v", r.Index, r)
-		}
-	}
-	if n := settings.calls.Load(); n != 3 {
-		t.Fatalf("%d flag lookups for a push over three queues, want 3", n)
-	}
-	sec := f.frames(t, "secret", DefaultPartition)
-	if !sec[0].Encrypted || !strings.Contains(string(sec[0].Payload), `"authTag"`) {
-		t.Fatalf("secret queue frame not encrypted: %+v", sec[0])
-	}
-	if pt, err := sealer.Open(sec[0].Payload); err != nil || string(pt) != `{"n":1}` {
-		t.Fatalf("envelope opens to %q, %v", pt, err)
-	}
-	for _, q := range []string{"plain", "broken"} {
-		if fr := f.frames(t, q, DefaultPartition); fr[0].Encrypted || string(fr[0].Payload) != `{"n":1}` {
-			t.Fatalf("queue %s frame should be plaintext: %+v", q, fr[0])
-		}
 	}
 }
 

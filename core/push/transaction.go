@@ -43,7 +43,9 @@ var ErrSpooledAhead = errors.New("a partition of the transaction has spooled pus
 // Transaction commits every push and ack of ops in one database transaction, or none of
 // them. hint is the request's single unambiguous lease hint ("" = none). Items must be
 // validated. A *ports.RollbackError means the store rolled everything back because of
-// the request (duplicate, unknown message, lease).
+// the request (duplicate, unknown message, lease). An error wrapping one of the
+// core/encryption refusals means a push could not be written as its queue requires
+// (encrypted queue, no key): nothing was applied.
 func (s *Service) Transaction(ctx context.Context, tenant, producerSub string, ops []TxnOp, hint string) ([]TxnResult, error) {
 	if s.opts.Transactions == nil || s.opts.Codec == nil {
 		return nil, ErrNoTransactions
@@ -107,7 +109,7 @@ func (s *Service) txnSegments(ctx context.Context, tenant, producerSub string, o
 	}
 	var order []*seg
 	by := make(map[[2]string]*seg)
-	encrypt := s.encryptionFor(ctx, tenant)
+	memo := s.opts.Encryption.Memo(ctx, true)
 	for i, op := range ops {
 		if op.Push == nil {
 			continue
@@ -136,8 +138,10 @@ func (s *Service) txnSegments(ctx context.Context, tenant, producerSub string, o
 		if tid, err := uuid.Parse(it.TraceID); err == nil && len(it.TraceID) == 36 {
 			f.TraceID, f.HasTrace = tid, true
 		}
-		if encrypt(it.Queue) {
-			s.seal(&f)
+		if err := memo.Seal(tenant, it.Queue, &f); err != nil {
+			// All or nothing: one payload that cannot be written as its queue requires
+			// fails the whole transaction before anything is applied.
+			return nil, nil, fmt.Errorf("push: transaction operation %d: %w", i, err)
 		}
 		g.locs = append(g.locs, txnLoc{op: i, frame: len(g.frames)})
 		g.frames = append(g.frames, f)

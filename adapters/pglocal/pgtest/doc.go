@@ -5,7 +5,9 @@
 // NewDatabase returns the URL of a fresh, empty database (created from template0) that only the
 // calling test uses, and drops it WITH (FORCE) at the test's cleanup, so tests can run in parallel
 // without seeing each other's data. Server returns the admin URL of the server in use, for
-// benchmarks that compare with raw inserts. Main wraps m.Run and stops what this package started:
+// benchmarks that compare with raw inserts. StoredMessages decodes what a broker stored for a
+// queue, for the rare black-box test whose promise is about the stored bytes themselves
+// (encryption at rest). Main wraps m.Run and stops what this package started:
 //
 //	func TestMain(m *testing.M) { pgtest.Main(m) }
 //

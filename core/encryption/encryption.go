@@ -1,0 +1,183 @@
+package encryption
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/queen-go/queen/core/envelope"
+	"github.com/queen-go/queen/core/notify"
+	"github.com/queen-go/queen/core/segment"
+	"github.com/queen-go/queen/ports"
+)
+
+var (
+	// ErrNoKey refuses a payload for a queue with encryptionEnabled on a broker without a
+	// valid QUEEN_ENCRYPTION_KEY: storing it in plaintext would break the queue's promise.
+	ErrNoKey = errors.New("the queue has encryptionEnabled but this broker has no valid QUEEN_ENCRYPTION_KEY; the payload was not stored")
+	// ErrFlagUnknown refuses a payload whose queue's encryptionEnabled flag could not be
+	// read, on a broker without a key to seal it anyway.
+	ErrFlagUnknown = errors.New("the queue's encryptionEnabled flag could not be read and this broker has no QUEEN_ENCRYPTION_KEY to seal the payload anyway; the payload was not stored")
+	// ErrSeal refuses a payload whose encryption failed.
+	ErrSeal = errors.New("encrypting the payload failed; the payload was not stored")
+)
+
+// Options tunes a Policy; zero values take the defaults in brackets.
+type Options struct {
+	CacheTTL time.Duration // [60s] QUEEN_CACHE_REFRESH_INTERVAL_MS: how long a flag read is trusted
+	Logger   *slog.Logger
+}
+
+// Sealer seals payloads; *envelope.Sealer is the broker's (tests inject failures).
+type Sealer interface {
+	Seal(plaintext []byte) ([]byte, error)
+}
+
+// Policy seals the payloads of encrypted queues and caches the queues' flags. It is
+// safe for concurrent use. A nil *Policy encrypts nothing (tests, tools without a
+// database).
+type Policy struct {
+	sealer   Sealer              // nil: no key
+	settings ports.QueueSettings // nil: no queue encrypts
+	opts     Options
+
+	mu     sync.Mutex
+	flags  map[string]flag // tenant\x1fqueue -> last flag read
+	forgot uint64          // Forget calls so far: a read that overlapped one is not cached
+}
+
+type flag struct {
+	on bool
+	at time.Time
+}
+
+// New returns the policy sealing with sealer (nil: this broker has no key) the payloads
+// of the queues settings says encrypt (nil settings: none does).
+func New(sealer Sealer, settings ports.QueueSettings, opts Options) *Policy {
+	if s, ok := sealer.(*envelope.Sealer); ok && s == nil {
+		sealer = nil // a nil *envelope.Sealer (no key configured) is no sealer, not one that panics
+	}
+	if opts.CacheTTL <= 0 {
+		opts.CacheTTL = time.Minute
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	return &Policy{sealer: sealer, settings: settings, opts: opts, flags: make(map[string]flag)}
+}
+
+// HasKey reports whether the policy can seal.
+func (p *Policy) HasKey() bool { return p != nil && p.sealer != nil }
+
+// QueueChanged is Forget as a queue-change subscriber.
+func (p *Policy) QueueChanged(c notify.QueueChange) { p.Forget(c.Tenant, c.Queue) }
+
+// Forget drops a queue's cached flag (its configuration changed).
+func (p *Policy) Forget(tenant, queue string) {
+	p.mu.Lock()
+	delete(p.flags, tenant+"\x1f"+queue)
+	p.forgot++
+	p.mu.Unlock()
+}
+
+// state is a queue's flag as one Memo resolved it.
+type state struct {
+	on    bool
+	known bool
+	err   error // why it is not known
+}
+
+// errNotRead: the flag had expired (or was never read) and the Memo may not read it.
+var errNotRead = errors.New("not read: every push is being spooled")
+
+// flag resolves a queue's flag: fresh from the cache, else read (when read), else the
+// last value read however old.
+func (p *Policy) flag(ctx context.Context, tenant, queue string, read bool) state {
+	if p.settings == nil {
+		return state{known: true}
+	}
+	key := tenant + "\x1f" + queue
+	p.mu.Lock()
+	f, cached := p.flags[key]
+	gen := p.forgot
+	p.mu.Unlock()
+	switch {
+	case cached && time.Since(f.at) < p.opts.CacheTTL:
+		return state{on: f.on, known: true}
+	case !read && cached:
+		return state{on: f.on, known: true}
+	case !read:
+		return state{err: errNotRead}
+	}
+	on, err := p.settings.EncryptionEnabled(ctx, tenant, queue)
+	if err != nil {
+		p.opts.Logger.Warn("encryption: cannot read the queue's encryptionEnabled flag", "queue", queue, "err", err)
+		return state{err: err}
+	}
+	p.mu.Lock()
+	if p.forgot == gen {
+		// Otherwise the read may predate the configure that called Forget: caching it
+		// would bring the old flag back for CacheTTL.
+		p.flags[key] = flag{on: on, at: time.Now()}
+	}
+	p.mu.Unlock()
+	return state{on: on, known: true}
+}
+
+// Memo is one request's (or one replay batch's) view of the flags: each queue's flag is
+// resolved at most once. It is not safe for concurrent use.
+type Memo struct {
+	p     *Policy
+	ctx   context.Context
+	read  bool
+	flags map[string]state // tenant\x1fqueue
+}
+
+// Memo returns a memo resolving flags under ctx. read false forbids reading expired
+// flags from the database (see the package documentation: only for payloads that can
+// only reach the spool).
+func (p *Policy) Memo(ctx context.Context, read bool) *Memo {
+	return &Memo{p: p, ctx: ctx, read: read}
+}
+
+// Seal prepares frame f of tenant/queue for writing: its payload is replaced by its
+// envelope when the queue encrypts (or its flag is unknown and there is a key), and left
+// as it is when the queue does not encrypt or f is already sealed. An error says why f
+// must not be written: it wraps ErrNoKey, ErrFlagUnknown or ErrSeal, and f is unchanged.
+func (m *Memo) Seal(tenant, queue string, f *segment.Frame) error {
+	if m == nil || m.p == nil || f.Encrypted {
+		return nil
+	}
+	key := tenant + "\x1f" + queue
+	st, ok := m.flags[key]
+	if !ok {
+		st = m.p.flag(m.ctx, tenant, queue, m.read)
+		if m.flags == nil {
+			m.flags = make(map[string]state)
+		}
+		m.flags[key] = st
+		if m.p.sealer == nil && (st.on || !st.known) {
+			// Once per queue per request: a broker missing the key its queues need is
+			// misconfigured, and the operator must hear of it, not only the producer.
+			m.p.opts.Logger.Warn("encryption: payloads for this queue cannot be encrypted: QUEEN_ENCRYPTION_KEY is not set",
+				"queue", queue, "flag_known", st.known)
+		}
+	}
+	switch {
+	case st.known && !st.on:
+		return nil
+	case m.p.sealer == nil && st.known:
+		return fmt.Errorf("queue %q: %w", queue, ErrNoKey)
+	case m.p.sealer == nil:
+		return fmt.Errorf("queue %q: %w (%w)", queue, ErrFlagUnknown, st.err)
+	}
+	env, err := m.p.sealer.Seal(f.Payload)
+	if err != nil {
+		return fmt.Errorf("queue %q: %w: %w", queue, ErrSeal, err)
+	}
+	f.Payload, f.Encrypted = env, true
+	return nil
+}
