@@ -96,12 +96,6 @@ func (s *Store) deadOf(keep func(p *partition) bool) []*ports.DeadLetter {
 	return out
 }
 
-// retained reports whether the segment still holds a retained message: some offset at
-// or after the partition's log_start. Callers hold s.mu.
-func (p *partition) retained(sg *stored) bool {
-	return !sg.removed && sg.BaseOffset+int64(sg.Count) > p.logStart
-}
-
 // segmentCovering returns the stored segment covering off (nil: none, or removed), as
 // log_segment_at_v1 finds it.
 func (p *partition) segmentCovering(off int64) *stored {
