@@ -20,6 +20,10 @@ type LatencyConfig struct {
 	Batch      int
 	PopParts   int // partitions per pop
 	TimeoutMS  int
+	// Warmup: messages scheduled in the run's first Warmup are pushed and consumed but
+	// not measured (the queue, its partitions and the cursors are created then, and the
+	// pacer's backlog of those first pushes is not the steady state).
+	Warmup time.Duration
 }
 
 // Pace sends on the returned channel the scheduled instant of each event of a steady
@@ -63,6 +67,7 @@ type latencyRun struct {
 	cfg              LatencyConfig
 	m                *Meter
 	ticks            <-chan time.Time
+	from             time.Time // messages scheduled before it are not measured (Warmup)
 	seq              atomic.Int64
 	pushLat, sendLag Hist // push round trip; scheduled instant to send
 }
@@ -75,6 +80,7 @@ func RunLatency(ctx context.Context, cfg LatencyConfig) (Summary, error) {
 	m.Gauge("backlog", func() int64 { return max(m.Get("pushed")-m.Get("consumed"), 0) })
 	runCtx, cancel := context.WithTimeout(ctx, cfg.Duration)
 	defer cancel()
+	r.from = time.Now().Add(cfg.Warmup)
 	r.ticks = Pace(runCtx, cfg.Rate, 0)
 	done := make(chan error, 1)
 	// Consumers run a little past the producers' end so the tail is measured, and stop
@@ -106,10 +112,15 @@ func (r *latencyRun) produce(_ context.Context, _ int, c *Client) error {
 		n := r.seq.Add(1)
 		body := fmt.Appendf(nil, `{"t":%d}`, at.UnixNano())
 		t0 := time.Now()
-		r.sendLag.Record(t0.Sub(at))
+		measured := !at.Before(r.from)
+		if measured {
+			r.sendLag.Record(t0.Sub(at))
+		}
 		bad, _, err := c.Push([]Item{{Queue: r.cfg.Queue, Partition: fmt.Sprintf("p%d", rand.IntN(r.cfg.Partitions)),
 			TransactionID: fmt.Sprintf("lat-%d", n), Payload: body}})
-		r.pushLat.Record(time.Since(t0))
+		if measured {
+			r.pushLat.Record(time.Since(t0))
+		}
 		if err == nil && bad > 0 {
 			err = fmt.Errorf("%d item not stored", bad)
 		}
@@ -140,7 +151,7 @@ func (r *latencyRun) consume(ctx context.Context, _ int, c *Client) error {
 			var d struct {
 				T int64 `json:"t"`
 			}
-			if json.Unmarshal(msg.Data, &d) == nil && d.T > 0 {
+			if json.Unmarshal(msg.Data, &d) == nil && d.T > 0 && d.T >= r.from.UnixNano() {
 				r.m.Latency(now.Sub(time.Unix(0, d.T)))
 			}
 		}
