@@ -198,15 +198,21 @@ SELECT `+groupPositionColumns+`
 // a 1.66 s listing that runs in about 100 ms without it.
 const groupNoJIT = "SET LOCAL jit = off"
 
-// groupRead runs fn in a read-only transaction on its own connection, without JIT. Begun
-// without ctx's deadline for the reason inTx gives.
+// groupRead runs fn in a read-only transaction on its own connection, without JIT.
 func (a *Admin) groupRead(ctx context.Context, op string, fn func(context.Context, bun.Tx) error) error {
+	return a.readTx(ctx, op, groupNoJIT, fn)
+}
+
+// readTx runs fn in a read-only transaction on its own connection, after the SET LOCAL
+// statement settings (the planner settings the reads need). Begun without ctx's
+// deadline for the reason inTx gives.
+func (a *Admin) readTx(ctx context.Context, op, settings string, fn func(context.Context, bun.Tx) error) error {
 	return a.run(ctx, op, func(ctx context.Context, c bun.Conn) error {
 		tx, err := c.BeginTx(context.WithoutCancel(ctx), &sql.TxOptions{ReadOnly: true})
 		if err != nil {
 			return err
 		}
-		_, err = tx.ExecContext(ctx, groupNoJIT)
+		_, err = tx.ExecContext(ctx, settings)
 		if err == nil {
 			err = fn(ctx, tx)
 		}

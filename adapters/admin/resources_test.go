@@ -484,12 +484,13 @@ func TestResourceStatementsAreBounded(t *testing.T) {
 			_, _, err := a.QueueDepth(ctx, tenant, "q0", "g0", ports.ResourcePage{Limit: 100})
 			return err
 		}},
-		{"namespaces", 1, func(a *Admin) error {
+		// The tenant-wide counts: BEGIN, their planner settings, the counts, COMMIT.
+		{"namespaces", 4, func(a *Admin) error {
 			_, err := a.CountsBy(ctx, tenant, ports.ByNamespace, ports.ResourcePage{Limit: 100})
 			return err
 		}},
-		{"overview", 1, func(a *Admin) error { _, err := a.Overview(ctx, tenant); return err }},
-		{"status", 1, func(a *Admin) error { _, err := a.Status(ctx, tenant, ports.ResourceFilter{}); return err }},
+		{"overview", 4, func(a *Admin) error { _, err := a.Overview(ctx, tenant); return err }},
+		{"status", 4, func(a *Admin) error { _, err := a.Status(ctx, tenant, ports.ResourceFilter{}); return err }},
 		{"storage totals", 1, func(a *Admin) error { _, err := a.StorageTotals(ctx); return err }},
 	}
 	for _, size := range []struct {

@@ -30,7 +30,8 @@ var adminListRoutes = []string{
 func BenchmarkAdminLists(b *testing.B) {
 	const queues, partitions, groups = 1000, 100, 10
 	for b.Loop() {
-		br := startBroker(b, map[string]string{"QUEEN_PEER_HINTS": "false"})
+		br := startBroker(b, map[string]string{"QUEEN_PEER_HINTS": "false",
+			"RETENTION_INTERVAL": "86400000", "QUEEN_MAINTENANCE_REFRESH_MS": "3600000"}) // nothing else counts
 		db, err := pgxpool.New(context.Background(), br.DB)
 		if err != nil {
 			b.Fatal(err)
