@@ -4,6 +4,7 @@ import (
 	"log/slog"
 
 	"github.com/queen-go/queen/adapters/admin"
+	"github.com/queen-go/queen/config"
 	adminapi "github.com/queen-go/queen/core/admin"
 	"github.com/queen-go/queen/core/consume"
 	"github.com/queen-go/queen/core/hotlist"
@@ -21,7 +22,12 @@ func ProvideGroupChanges(hot *hotlist.List, waker *consume.Waker) *notify.GroupC
 }
 
 // ProvideGroups builds the admin API's consumer-group service; it announces its cursor
-// moves.
-func ProvideGroups(a *admin.Admin, changes *notify.GroupChanges, log *slog.Logger) *adminapi.Groups {
-	return adminapi.NewGroups(a, adminapi.GroupsOptions{Changes: changes, Logger: log})
+// moves, and its listing (shared for QUEEN_ADMIN_SHARE_MS) is forgotten on every queue
+// or group change this broker makes.
+func ProvideGroups(a *admin.Admin, changes *notify.GroupChanges, queues *notify.QueueChanges, cfg config.Config,
+	log *slog.Logger) *adminapi.Groups {
+	g := adminapi.NewGroups(a, adminapi.GroupsOptions{Changes: changes, ShareWindow: cfg.AdminShare, Logger: log})
+	changes.Subscribe(func(notify.GroupChange) { g.Forget() })
+	queues.Subscribe(func(notify.QueueChange) { g.Forget() })
+	return g
 }

@@ -8,15 +8,18 @@ import (
 	adminapi "github.com/queen-go/queen/core/admin"
 	"github.com/queen-go/queen/core/hotlist"
 	"github.com/queen-go/queen/core/maintenance"
+	"github.com/queen-go/queen/core/notify"
 	"github.com/queen-go/queen/core/peers"
 )
 
 // ProvideResources builds the admin API's resources and status service over the admin
 // store; its shared state reports the maintenance flags, the hot-list and the peer hints
-// (QUEEN_PEER_HINTS).
-func ProvideResources(a *admin.Admin, m *maintenance.Flags, hot *hotlist.List, mesh *peers.Mesh, cfg config.Config,
-	log *slog.Logger) *adminapi.Resources {
-	return adminapi.NewResources(a, adminapi.ResourcesOptions{
+// (QUEEN_PEER_HINTS). Its tenant-wide listings are shared for QUEEN_ADMIN_SHARE_MS and
+// forgotten on every queue or group change this broker makes.
+func ProvideResources(a *admin.Admin, m *maintenance.Flags, hot *hotlist.List, mesh *peers.Mesh,
+	queues *notify.QueueChanges, groups *notify.GroupChanges, cfg config.Config, log *slog.Logger) *adminapi.Resources {
+	r := adminapi.NewResources(a, adminapi.ResourcesOptions{
+		ShareWindow: cfg.AdminShare,
 		Maintenance: m,
 		Hotlist: func() adminapi.HotlistState {
 			s := hot.Stats()
@@ -30,4 +33,7 @@ func ProvideResources(a *admin.Admin, m *maintenance.Flags, hot *hotlist.List, m
 		},
 		Logger: log,
 	})
+	queues.Subscribe(func(notify.QueueChange) { r.Forget() })
+	groups.Subscribe(func(notify.GroupChange) { r.Forget() })
+	return r
 }

@@ -57,6 +57,7 @@ func defaults() Config {
 		SpoolBatch:         100,
 		SpoolPerFile:       10000,
 		MaintenanceRefresh: time.Second,
+		AdminShare:         time.Second,
 		RetentionInterval:  5 * time.Second,
 		RetentionBatch:     1000,
 		RetentionParallel:  1,

@@ -77,6 +77,9 @@ func launchBroker(t testing.TB, db string, env map[string]string, logs io.Writer
 		"DB_POOL_SIZE":    "40",
 		"LOG_LEVEL":       "warn",
 		"FILE_BUFFER_DIR": filepath.Join(t.TempDir(), "spool"),
+		// Listings read afresh on every request: tests list, change and list again at
+		// once (TestAdminListingsShared covers the sharing).
+		"QUEEN_ADMIN_SHARE_MS": "0",
 	}
 	maps.Copy(vars, env)
 	cfg, err := config.Parse(vars)

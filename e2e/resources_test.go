@@ -553,3 +553,44 @@ func TestResourcesOverviewNamespacesTasks(t *testing.T) {
 		b.resBadRequest(t, "/api/v1/resources/tasks?offset=-3", "offset")
 	})
 }
+
+// TestAdminListingsShared: with QUEEN_ADMIN_SHARE_MS, identical listing requests inside
+// the period get the first one's answer (a push does not show yet), a configure through
+// this broker shows at once, and after the period the listing is read again.
+func TestAdminListingsShared(t *testing.T) {
+	t.Parallel()
+	b := startBroker(t, map[string]string{"QUEEN_ADMIN_SHARE_MS": "1500"})
+	count := func(path string) int {
+		t.Helper()
+		code, raw := b.get(t, path)
+		if code != http.StatusOK {
+			t.Fatalf("GET %s: %d %s", path, code, raw)
+		}
+		var v struct {
+			Queues []json.RawMessage `json:"queues"`
+		}
+		if err := json.Unmarshal(raw, &v); err != nil {
+			t.Fatalf("GET %s: %v: %s", path, err, raw)
+		}
+		return len(v.Queues)
+	}
+	const list = "/api/v1/resources/queues"
+	b.push(t, map[string]any{"queue": "shared-a", "payload": 1})
+	if n := count(list); n != 1 {
+		t.Fatalf("first listing: %d queues, want 1", n)
+	}
+	at := time.Now()
+	b.push(t, map[string]any{"queue": "shared-b", "payload": 1})
+	if n := count(list); n != 1 && time.Since(at) < time.Second {
+		t.Fatalf("listing inside the period: %d queues, want the shared answer (1)", n)
+	}
+	b.configure(t, `{"queue":"shared-c"}`)
+	if n := count(list); n != 3 {
+		t.Fatalf("listing after a configure: %d queues, want 3 (the configure forgets the listing)", n)
+	}
+	b.push(t, map[string]any{"queue": "shared-d", "payload": 1})
+	elapse(t, time.Now(), 1500*time.Millisecond)
+	if n := count(list); n != 4 {
+		t.Fatalf("listing after the period: %d queues, want 4", n)
+	}
+}

@@ -31,6 +31,10 @@ type GroupsOptions struct {
 	// [1000].
 	MaxLimit int
 	Logger   *slog.Logger
+	// ShareWindow is how long one computation of the group listing serves every caller
+	// with the same page (see listing) [0: off; the server passes QUEEN_ADMIN_SHARE_MS].
+	ShareWindow time.Duration
+	Now         func() time.Time // [time.Now]
 }
 
 func (o *GroupsOptions) defaults() {
@@ -49,6 +53,9 @@ func (o *GroupsOptions) defaults() {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
 }
 
 // Groups is the consumer-group administration use case (api.md §5.9): listings with
@@ -57,13 +64,18 @@ func (o *GroupsOptions) defaults() {
 type Groups struct {
 	store ports.GroupStore
 	opts  GroupsOptions
+	lists *listing[[]GroupSummary]
 }
 
 // NewGroups returns the use case over store.
 func NewGroups(store ports.GroupStore, opts GroupsOptions) *Groups {
 	opts.defaults()
-	return &Groups{store: store, opts: opts}
+	return &Groups{store: store, opts: opts, lists: newListing[[]GroupSummary](opts.ShareWindow, opts.Now)}
 }
+
+// Forget drops the shared group listings: the next call of each reads again. Connected
+// to the queue and group changes this broker makes.
+func (g *Groups) Forget() { g.lists.forget() }
 
 // GroupHealth is the state (api.md "state") of a consumer group on one queue.
 type GroupHealth string
@@ -102,6 +114,11 @@ func (g *Groups) List(ctx context.Context, tenant string, q GroupPageQuery) ([]G
 	if err != nil {
 		return nil, err
 	}
+	key := fmt.Sprintf("%s\x1f%d\x1f%d", tenant, page.Limit, page.Offset)
+	return g.lists.get(ctx, key, func(ctx context.Context) ([]GroupSummary, error) { return g.list(ctx, tenant, page) })
+}
+
+func (g *Groups) list(ctx context.Context, tenant string, page ports.GroupPage) ([]GroupSummary, error) {
 	asOf, rows, err := g.store.GroupSummaries(ctx, tenant, page)
 	if err != nil {
 		return nil, fmt.Errorf("list consumer groups: %w", err)
@@ -309,6 +326,7 @@ func (g *Groups) UpdateSubscription(ctx context.Context, tenant, group string, t
 		return SubscriptionUpdated{}, fmt.Errorf("update consumer group subscription: %w", err)
 	}
 	g.opts.Logger.Info("admin: consumer group subscription updated", "group", group, "from", *timestamp, "queues", n)
+	g.Forget() // the listing shows subscriptions (nothing else needs to hear of this one)
 	return SubscriptionUpdated{Group: group, Timestamp: *timestamp, Updated: n}, nil
 }
 

@@ -2,6 +2,7 @@ package admin
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -31,8 +32,12 @@ type ResourcesOptions struct {
 	// state [nil: reported off].
 	Hotlist func() HotlistState
 	Peers   func() PeersState
-	Now     func() time.Time // [time.Now]
-	Logger  *slog.Logger
+	// ShareWindow is how long one computation of a tenant-wide listing (queue lists,
+	// the overview) serves every caller with the same query (see listing) [0: off;
+	// the server passes QUEEN_ADMIN_SHARE_MS].
+	ShareWindow time.Duration
+	Now         func() time.Time // [time.Now]
+	Logger      *slog.Logger
 }
 
 func (o *ResourcesOptions) defaults() {
@@ -121,12 +126,24 @@ type Resources struct {
 	storage    ports.StorageTotals
 	storageAt  time.Time
 	storageSet bool
+
+	lists    *listing[QueueListing]
+	overview *listing[SystemOverview]
 }
 
 // NewResources returns the service over store.
 func NewResources(store ports.ResourceStore, opts ResourcesOptions) *Resources {
 	opts.defaults()
-	return &Resources{store: store, opts: opts}
+	return &Resources{store: store, opts: opts,
+		lists:    newListing[QueueListing](opts.ShareWindow, opts.Now),
+		overview: newListing[SystemOverview](opts.ShareWindow, opts.Now)}
+}
+
+// Forget drops the shared listings: the next call of each reads again. Connected to
+// the queue and group changes this broker makes.
+func (s *Resources) Forget() {
+	s.lists.forget()
+	s.overview.forget()
 }
 
 // PageQuery is the paging of a listing as the client gave it.
@@ -207,6 +224,11 @@ func (s *Resources) Queues(ctx context.Context, tenant string, q QueueQuery) (Qu
 // list reads one page and its estimates: two statements at most (the storage totals
 // only once per EstimateTTL).
 func (s *Resources) list(ctx context.Context, tenant string, f ports.ResourceFilter, p ports.ResourcePage) (QueueListing, error) {
+	key := fmt.Sprintf("%s\x1f%q\x1f%q\x1f%q\x1f%d\x1f%d", tenant, f.Queue, f.Namespace, f.Task, p.Limit, p.Offset)
+	return s.lists.get(ctx, key, func(ctx context.Context) (QueueListing, error) { return s.readList(ctx, tenant, f, p) })
+}
+
+func (s *Resources) readList(ctx context.Context, tenant string, f ports.ResourceFilter, p ports.ResourcePage) (QueueListing, error) {
 	rows, matching, err := s.store.ListQueues(ctx, tenant, f, p)
 	if err != nil {
 		return QueueListing{}, err
@@ -423,6 +445,10 @@ type SystemOverview struct {
 
 // Overview sums the tenant: two statements.
 func (s *Resources) Overview(ctx context.Context, tenant string) (SystemOverview, error) {
+	return s.overview.get(ctx, tenant, func(ctx context.Context) (SystemOverview, error) { return s.readOverview(ctx, tenant) })
+}
+
+func (s *Resources) readOverview(ctx context.Context, tenant string) (SystemOverview, error) {
 	o, err := s.store.Overview(ctx, tenant)
 	if err != nil {
 		return SystemOverview{}, err
