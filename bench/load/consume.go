@@ -22,10 +22,16 @@ type ConsumeConfig struct {
 	AutoAck    bool
 	FailRate   float64 // fraction of acked batches with one message failed
 	Count      int64   // stop after this many messages (0 = Duration)
+	CPU        CPUPids
 }
 
-// RunConsume pops and acknowledges, reporting msgs/s, pop latency, empties and errors.
+// RunConsume pops and acknowledges, reporting msgs/s, pop latency, empties and errors,
+// and the CPU per message of the processes cfg.CPU names.
 func RunConsume(ctx context.Context, cfg ConsumeConfig) (Summary, error) {
+	return withCPU(cfg.CPU, cfg.Out, "msgs", func() (Summary, error) { return runConsume(ctx, cfg) })
+}
+
+func runConsume(ctx context.Context, cfg ConsumeConfig) (Summary, error) {
 	m := NewMeter("consume", cfg.Out, "msgs", "pops", "empty", "acks", "ackFailed", "ackRefused", "errors")
 	timeout := time.Duration(cfg.TimeoutMS)*time.Millisecond + 10*time.Second
 	// When Count is reached the other consumers still finish their pops (a long poll on

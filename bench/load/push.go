@@ -27,6 +27,7 @@ type PushConfig struct {
 	Partitions   int   // partitions p0..p(N-1), chosen at random per request
 	PayloadBytes int   // approximate JSON payload size
 	Count        int64 // stop after this many messages (0 = Duration)
+	CPU          CPUPids
 }
 
 // Payload returns a JSON object of about n bytes carrying seq.
@@ -37,8 +38,12 @@ func Payload(seq int64, n int) []byte {
 }
 
 // RunPush pushes as fast as the connections allow and reports msgs/s, request latency
-// and errors.
+// and errors, and the CPU per message of the processes cfg.CPU names.
 func RunPush(ctx context.Context, cfg PushConfig) (Summary, error) {
+	return withCPU(cfg.CPU, cfg.Out, "msgs", func() (Summary, error) { return runPush(ctx, cfg) })
+}
+
+func runPush(ctx context.Context, cfg PushConfig) (Summary, error) {
 	m := NewMeter("push", cfg.Out, "msgs", "requests", "errors", "buffered", "notStored")
 	var seq atomic.Int64
 	payloads := make([][]byte, 64) // a few distinct payloads, reused: payload building is not what is measured

@@ -51,6 +51,7 @@ func pushMode(ctx context.Context, m *modeFlags) func() (int, error) {
 	m.fs.IntVar(&c.Partitions, "partitions", 1000, "partitions, chosen at random per request")
 	m.fs.IntVar(&c.PayloadBytes, "payload", 110, "payload size, bytes")
 	m.fs.Int64Var(&c.Count, "count", 0, "stop after this many messages (0: -duration)")
+	cpuFlags(m, &c.CPU)
 	return func() (int, error) {
 		c.Common = m.common
 		return m.summary(load.RunPush(ctx, c))
@@ -71,10 +72,18 @@ func consumeMode(ctx context.Context, m *modeFlags) func() (int, error) {
 	m.fs.BoolVar(&c.AutoAck, "autoack", false, "autoAck pops instead of explicit acks")
 	m.fs.Float64Var(&c.FailRate, "fail-rate", 0, "fraction of batches acked with one message failed")
 	m.fs.Int64Var(&c.Count, "count", 0, "stop after this many messages (0: -duration)")
+	cpuFlags(m, &c.CPU)
 	return func() (int, error) {
 		c.Common = m.common
 		return m.summary(load.RunConsume(ctx, c))
 	}
+}
+
+// cpuFlags declares the processes whose CPU per message a mode reports (this machine
+// only; the tool's own CPU is always reported).
+func cpuFlags(m *modeFlags, p *load.CPUPids) {
+	m.fs.IntVar(&p.PG, "pg-pid", 0, "pid of the postmaster of the broker's PostgreSQL on this machine: the cluster's CPU per message (pg_us_per_msg)")
+	m.fs.IntVar(&p.Broker, "broker-pid", 0, "pid of the broker on this machine: its CPU per message (broker_us_per_msg)")
 }
 
 func latencyMode(ctx context.Context, m *modeFlags) func() (int, error) {
