@@ -27,7 +27,7 @@ func ProvideGroupChanges(hot *hotlist.List, waker *consume.Waker) *notify.GroupC
 func ProvideGroups(a *admin.Admin, changes *notify.GroupChanges, queues *notify.QueueChanges, cfg config.Config,
 	log *slog.Logger) *adminapi.Groups {
 	g := adminapi.NewGroups(a, adminapi.GroupsOptions{Changes: changes, ShareWindow: cfg.AdminShare, Logger: log})
-	changes.Subscribe(func(notify.GroupChange) { g.Forget() })
-	queues.Subscribe(func(notify.QueueChange) { g.Forget() })
+	changes.Subscribe(g.GroupChanged)
+	queues.Subscribe(g.QueueChanged)
 	return g
 }

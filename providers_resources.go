@@ -33,7 +33,7 @@ func ProvideResources(a *admin.Admin, m *maintenance.Flags, hot *hotlist.List, m
 		},
 		Logger: log,
 	})
-	queues.Subscribe(func(notify.QueueChange) { r.Forget() })
-	groups.Subscribe(func(notify.GroupChange) { r.Forget() })
+	queues.Subscribe(r.QueueChanged)
+	groups.Subscribe(r.GroupChanged)
 	return r
 }

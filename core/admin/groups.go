@@ -73,9 +73,15 @@ func NewGroups(store ports.GroupStore, opts GroupsOptions) *Groups {
 	return &Groups{store: store, opts: opts, lists: newListing[[]GroupSummary](opts.ShareWindow, opts.Now)}
 }
 
-// Forget drops the shared group listings: the next call of each reads again. Connected
-// to the queue and group changes this broker makes.
+// Forget drops the shared group listings: the next call of each reads again.
 func (g *Groups) Forget() { g.lists.forget() }
+
+// QueueChanged hears of a configure or deletion this broker made: the listing shows it
+// at once.
+func (g *Groups) QueueChanged(notify.QueueChange) { g.Forget() }
+
+// GroupChanged hears of a group deletion or seek this broker made.
+func (g *Groups) GroupChanged(notify.GroupChange) { g.Forget() }
 
 // GroupHealth is the state (api.md "state") of a consumer group on one queue.
 type GroupHealth string

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/queen-go/queen/core/names"
+	"github.com/queen-go/queen/core/notify"
 	"github.com/queen-go/queen/ports"
 )
 
@@ -139,12 +140,19 @@ func NewResources(store ports.ResourceStore, opts ResourcesOptions) *Resources {
 		overview: newListing[SystemOverview](opts.ShareWindow, opts.Now)}
 }
 
-// Forget drops the shared listings: the next call of each reads again. Connected to
-// the queue and group changes this broker makes.
+// Forget drops the shared listings: the next call of each reads again.
 func (s *Resources) Forget() {
 	s.lists.forget()
 	s.overview.forget()
 }
+
+// QueueChanged hears of a configure or deletion this broker made: the listings show it
+// at once.
+func (s *Resources) QueueChanged(notify.QueueChange) { s.Forget() }
+
+// GroupChanged hears of a group deletion or seek this broker made (the overview counts
+// groups; the queue listings count their cursors).
+func (s *Resources) GroupChanged(notify.GroupChange) { s.Forget() }
 
 // PageQuery is the paging of a listing as the client gave it.
 type PageQuery struct {

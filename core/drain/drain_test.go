@@ -37,8 +37,16 @@ type fixture struct {
 	d     *Drainer
 }
 
-// newFixture spools n records of queue q over partitions p0..p(parts-1), in sequence.
-func newFixture(t *testing.T, q string, n, parts int, opts Options) *fixture {
+// pieces are a memory store behind a running batcher and a running spool on fsys,
+// stopped at the test's end: what every drainer of these tests replays with.
+type pieces struct {
+	store *memory.Store
+	codec *segment.Codec
+	b     *fusion.Batcher
+	sp    *spool.Spool
+}
+
+func newPieces(t *testing.T, fsys *memory.SpoolFS, opts spool.Options) pieces {
 	t.Helper()
 	codec, err := segment.NewCodec(3)
 	if err != nil {
@@ -48,12 +56,20 @@ func newFixture(t *testing.T, q string, n, parts int, opts Options) *fixture {
 	b := fusion.New(store, codec, fusion.Options{})
 	b.Start()
 	t.Cleanup(func() { _ = b.Stop(context.Background()) })
-	sp, err := spool.Open(memory.NewSpoolFS(), spool.Options{EventsPerFile: 7}) // several files
+	sp, err := spool.Open(fsys, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	sp.Start()
 	t.Cleanup(func() { _ = sp.Close() })
+	return pieces{store: store, codec: codec, b: b, sp: sp}
+}
+
+// newFixture spools n records of queue q over partitions p0..p(parts-1), in sequence.
+func newFixture(t *testing.T, q string, n, parts int, opts Options) *fixture {
+	t.Helper()
+	pc := newPieces(t, memory.NewSpoolFS(), spool.Options{EventsPerFile: 7}) // several files
+	store, codec, b, sp := pc.store, pc.codec, pc.b, pc.sp
 	for i := range n {
 		if err := sp.Append(context.Background(), []spool.Record{{Tenant: tenant, Queue: q,
 			Partition: fmt.Sprintf("p%d", i%parts), TransactionID: fmt.Sprintf("t%d", i), MessageID: [16]byte{byte(i), 7},

@@ -11,8 +11,6 @@ import (
 	"github.com/queen-go/queen/adapters/memory"
 	"github.com/queen-go/queen/core/encryption"
 	"github.com/queen-go/queen/core/envelope"
-	"github.com/queen-go/queen/core/fusion"
-	"github.com/queen-go/queen/core/segment"
 	"github.com/queen-go/queen/core/spool"
 )
 
@@ -27,21 +25,9 @@ func (f flags) EncryptionEnabled(_ context.Context, _, queue string) (bool, erro
 // policy of sealer (nil: no key) over flags.
 func encFixture(t *testing.T, sealer encryption.Sealer, on flags, recs []spool.Record) (*fixture, *memory.SpoolFS) {
 	t.Helper()
-	codec, err := segment.NewCodec(3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	store := memory.NewStore()
-	b := fusion.New(store, codec, fusion.Options{})
-	b.Start()
-	t.Cleanup(func() { _ = b.Stop(context.Background()) })
 	fsys := memory.NewSpoolFS()
-	sp, err := spool.Open(fsys, spool.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sp.Start()
-	t.Cleanup(func() { _ = sp.Close() })
+	pc := newPieces(t, fsys, spool.Options{})
+	store, codec, b, sp := pc.store, pc.codec, pc.b, pc.sp
 	if err := sp.Append(context.Background(), recs); err != nil {
 		t.Fatal(err)
 	}

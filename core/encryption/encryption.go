@@ -45,9 +45,13 @@ type Policy struct {
 	opts     Options
 
 	mu     sync.Mutex
-	flags  map[string]flag // tenant\x1fqueue -> last flag read
+	flags  map[queueKey]flag // last flag read
 	forgot uint64          // Forget calls so far: a read that overlapped one is not cached
 }
+
+// queueKey is (tenant, queue): a map key built without allocating, which matters on the
+// push path, where every item looks its queue up in the request's memo.
+type queueKey [2]string
 
 type flag struct {
 	on bool
@@ -66,7 +70,7 @@ func New(sealer Sealer, settings ports.QueueSettings, opts Options) *Policy {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	return &Policy{sealer: sealer, settings: settings, opts: opts, flags: make(map[string]flag)}
+	return &Policy{sealer: sealer, settings: settings, opts: opts, flags: make(map[queueKey]flag)}
 }
 
 // HasKey reports whether the policy can seal.
@@ -78,7 +82,7 @@ func (p *Policy) QueueChanged(c notify.QueueChange) { p.Forget(c.Tenant, c.Queue
 // Forget drops a queue's cached flag (its configuration changed).
 func (p *Policy) Forget(tenant, queue string) {
 	p.mu.Lock()
-	delete(p.flags, tenant+"\x1f"+queue)
+	delete(p.flags, queueKey{tenant, queue})
 	p.forgot++
 	p.mu.Unlock()
 }
@@ -99,7 +103,7 @@ func (p *Policy) flag(ctx context.Context, tenant, queue string, read bool) stat
 	if p.settings == nil {
 		return state{known: true}
 	}
-	key := tenant + "\x1f" + queue
+	key := queueKey{tenant, queue}
 	p.mu.Lock()
 	f, cached := p.flags[key]
 	gen := p.forgot
@@ -133,7 +137,7 @@ type Memo struct {
 	p     *Policy
 	ctx   context.Context
 	read  bool
-	flags map[string]state // tenant\x1fqueue
+	flags map[queueKey]state
 }
 
 // Memo returns a memo resolving flags under ctx. read false forbids reading expired
@@ -151,12 +155,12 @@ func (m *Memo) Seal(tenant, queue string, f *segment.Frame) error {
 	if m == nil || m.p == nil || f.Encrypted {
 		return nil
 	}
-	key := tenant + "\x1f" + queue
+	key := queueKey{tenant, queue}
 	st, ok := m.flags[key]
 	if !ok {
 		st = m.p.flag(m.ctx, tenant, queue, m.read)
 		if m.flags == nil {
-			m.flags = make(map[string]state)
+			m.flags = make(map[queueKey]state)
 		}
 		m.flags[key] = st
 		if m.p.sealer == nil && (st.on || !st.known) {
