@@ -46,7 +46,7 @@ type Policy struct {
 
 	mu     sync.Mutex
 	flags  map[queueKey]flag // last flag read
-	forgot uint64          // Forget calls so far: a read that overlapped one is not cached
+	forgot uint64            // Forget calls so far: a read that overlapped one is not cached
 }
 
 // queueKey is (tenant, queue): a map key built without allocating, which matters on the
