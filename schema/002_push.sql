@@ -1,8 +1,11 @@
--- The push path: the allocator (log_push_one_v2), the fused bundle (log_push_multi_v2)
--- and the covering-segment lookup (log_segment_at_v1). Seed 000 §4-5 is the specification.
--- (The v1 functions answered jsonb; databases shared with older brokers keep them.)
+-- The push path of seed 000 §4-5, per segment: the allocator (log_push_one_v2), the fused
+-- bundle (log_push_multi_v2), and the covering-segment lookup (log_segment_at_v1). The
+-- broker now pushes through the set-based log_push_multi_v3 (013_push_set.sql); the two
+-- per-segment functions stay as its reference, checked against it by the equivalence
+-- test, and for older brokers sharing the database. (The v1 functions answered jsonb;
+-- databases shared with older brokers keep them.)
 
--- log_push_one_v2 is the only place an offset is assigned. The caller has already
+-- log_push_one_v2 assigns the offsets of one segment. The caller has already
 -- resolved the partition id and its deduplication window and holds (or is about to take)
 -- the partition row lock; p_now is the bundle timestamp stored as the segment's created_at.
 --
@@ -154,7 +157,7 @@ AS $$
 #variable_conflict use_column
 DECLARE
     v_n       integer := coalesce(cardinality(p_queues), 0);
-    v_tenants uuid[]  := p_tenants;
+    v_prep    record;
     v_ords    integer[];
     v_pids    uuid[];
     v_wins    integer[];
@@ -163,83 +166,15 @@ DECLARE
     v_now     timestamptz;
     v_k       integer;
     v_ord     integer;
-    v_round   integer;
-    v_found   bigint;
     v_done    integer;
 BEGIN
-    IF v_tenants IS NULL THEN
-        v_tenants := array_fill('00000000-0000-0000-0000-000000000001'::uuid, ARRAY[v_n]);
-    END IF;
-    -- 1. Alignment guard: a silent misalignment would route verdicts to the wrong request.
-    IF coalesce(cardinality(p_partitions), 0) <> v_n OR coalesce(cardinality(p_msg_counts), 0) <> v_n
-       OR coalesce(cardinality(p_hashes), 0) <> v_n OR coalesce(cardinality(p_verified), 0) <> v_n
-       OR coalesce(cardinality(p_blobs), 0) <> v_n OR coalesce(cardinality(v_tenants), 0) <> v_n THEN
-        RAISE EXCEPTION 'log_push_multi_v2: misaligned arrays (queues %, partitions %, msg_counts %, hashes %, verified %, blobs %, tenants %)',
-            v_n, cardinality(p_partitions), cardinality(p_msg_counts), cardinality(p_hashes),
-            cardinality(p_verified), cardinality(p_blobs), cardinality(v_tenants)
-            USING ERRCODE = '22023';
-    END IF;
+    -- 1-2. Alignment guard, provisioning and resolution in lock order (013_push_set.sql).
+    v_prep := queen.log_push_prepare_v1(p_queues, p_partitions, p_msg_counts, p_hashes,
+                                        p_verified, p_blobs, p_tenants);
     IF v_n = 0 THEN
         RETURN;
     END IF;
-
-    -- 2. Provisioning skip. Resolving every ordinal's partition id is also the
-    -- existence count: only when some (queue, partition) is missing do the two inserts
-    -- run, each ordered by its unique key so concurrent bundles take speculative
-    -- insertion locks in the same order; then the resolution runs again.
-    FOR v_round IN 1 .. 2 LOOP
-        -- Queues are looked up once per distinct (tenant, queue), partitions once per
-        -- ordinal, each by a unique-index subplan: joins here get generic plans that scan
-        -- whole tables once they have grown. Rows come out in lock order: the inner
-        -- ORDER BY sorts once and keeps the subquery from being flattened (flattened,
-        -- each aggregate argument re-ran the partition subplan: four lookups per ordinal),
-        -- and one Agg node feeds every aggregate the same sorted rows.
-        SELECT array_agg(x.ord), array_agg(x.pid), array_agg(x.win), count(x.pid)
-          INTO v_ords, v_pids, v_wins, v_found
-          FROM (
-            SELECT i.ord::integer AS ord, q.win,
-                   (SELECT lp.id FROM queen.log_partitions lp
-                     WHERE lp.queue_id = q.qid AND lp.name = i.p) AS pid
-              FROM unnest(p_queues, p_partitions, v_tenants) WITH ORDINALITY AS i(q, p, t, ord)
-              JOIN (SELECT d.t, d.q,
-                           (SELECT qq.id FROM queen.queues qq
-                             WHERE qq.tenant_id = d.t AND qq.name = d.q) AS qid,
-                           (SELECT qq.dedup_window_seconds FROM queen.queues qq
-                             WHERE qq.tenant_id = d.t AND qq.name = d.q) AS win
-                      FROM (SELECT DISTINCT u.t, u.q FROM unnest(p_queues, v_tenants) AS u(q, t)) d
-                    OFFSET 0 -- a fence: evaluate the queue lookups once per distinct queue
-                   ) q ON q.t = i.t AND q.q = i.q
-             ORDER BY pid, ord
-          ) x;
-        EXIT WHEN v_found = v_n OR v_round = 2;
-
-        INSERT INTO queen.queues (tenant_id, name, namespace, task)
-        SELECT DISTINCT i.t, i.q,
-               CASE WHEN strpos(i.q, '.') > 0 THEN split_part(i.q, '.', 1) ELSE '' END,
-               CASE WHEN strpos(i.q, '.') > 0 THEN split_part(i.q, '.', 2) ELSE '' END
-          FROM unnest(p_queues, v_tenants) AS i(q, t)
-         ORDER BY 1, 2
-        ON CONFLICT (tenant_id, name) DO NOTHING;
-
-        -- What a foreign key's check did (there is none, see 001_tables.sql): a queue
-        -- being deleted is waited for, and a deleted one gets no partitions. The lock is
-        -- taken in the inserting statement itself, so a partition is only ever inserted
-        -- under a queue row this transaction holds (with a separate locking statement,
-        -- the insert could join a queue row re-created after that statement ran).
-        INSERT INTO queen.log_partitions (queue_id, name)
-        SELECT DISTINCT qq.id, i.p
-          FROM unnest(p_queues, p_partitions, v_tenants) AS i(q, p, t)
-          JOIN (SELECT q.id, q.tenant_id, q.name FROM queen.queues q
-                 WHERE (q.tenant_id, q.name) IN (SELECT u.t, u.q FROM unnest(v_tenants, p_queues) AS u(t, q))
-                 ORDER BY q.id
-                   FOR KEY SHARE) qq ON qq.tenant_id = i.t AND qq.name = i.q
-         ORDER BY 1, 2
-        ON CONFLICT (queue_id, name) DO NOTHING;
-    END LOOP;
-    IF v_found IS DISTINCT FROM v_n THEN
-        RAISE EXCEPTION 'log_push_multi_v2: % of % (queue, partition) pairs could not be resolved', v_found, v_n
-            USING ERRCODE = 'P0002';
-    END IF;
+    v_ords := v_prep.o_ords; v_pids := v_prep.o_pids; v_wins := v_prep.o_wins;
 
     -- 3. One set-based pre-lock in the global lock order (ascending partition id).
     -- NO KEY UPDATE, the lock the allocator's UPDATE takes anyway: it serialises pushes

@@ -27,10 +27,17 @@
 //
 // Functions:
 //
-//   - log_push_multi_v2: one fused push bundle (N segments of N partitions) in one call,
-//     answering one typed row per segment (no JSON on the hot path).
+//   - log_push_multi_v3 (013_push_set.sql): one fused push bundle (N segments of N
+//     partitions) in one call, answering one typed row per segment (no JSON on the hot
+//     path). The broker's only allocator path (fused pushes and transactions): one lock
+//     statement in the global lock order, the dedup probe (log_dedup_probe_v1) per
+//     segment where needed, then one UPDATE of the partitions' offsets and one INSERT
+//     per table for the whole bundle. log_push_prepare_v1 checks, provisions and
+//     resolves a bundle's (queue, partition) pairs for it.
 //
-//   - log_push_one_v2: the allocator, the only place an offset is assigned.
+//   - log_push_multi_v2 and log_push_one_v2: the per-segment reference of v3 (one
+//     allocator call, three statements per segment), kept for the equivalence test and
+//     for older brokers sharing the database.
 //
 //   - log_segment_at_v1: the segment covering an offset (duplicate id resolution).
 //

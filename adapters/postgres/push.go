@@ -12,11 +12,14 @@ import (
 )
 
 // pushSQL is the whole fused bundle: one round trip, one commit, one typed row per
-// segment. The statement is prepared once per connection and cached by pgx.
+// segment. The statement is prepared once per connection and cached by pgx. It is the
+// only allocator path (fused pushes and transactions): the set-based
+// log_push_multi_v3, whose per-segment reference log_push_multi_v2 only the
+// equivalence test calls (allocator_equiv_test.go).
 const pushSQL = `SELECT ord, partition_id::text, base_offset, created_at, window_seconds, dup_idx, dup_off
-	FROM queen.log_push_multi_v2($1::text[], $2::text[], $3::int4[], $4::bytea[], $5::int8[], $6::bytea[], $7::uuid[])`
+	FROM queen.log_push_multi_v3($1::text[], $2::text[], $3::int4[], $4::bytea[], $5::int8[], $6::bytea[], $7::uuid[])`
 
-// pushArgs are log_push_multi_v2's parallel arrays.
+// pushArgs are log_push_multi_v3's parallel arrays.
 type pushArgs struct {
 	queues, parts []string
 	tenants       []string // nil when every segment is the default tenant's
@@ -45,13 +48,22 @@ func newPushArgs(segs []ports.Segment) pushArgs {
 	return a
 }
 
-// pushBundle runs log_push_multi_v2 on q (a connection or a transaction) and returns
-// one result per segment, in input order.
-func pushBundle(ctx context.Context, q interface {
+// querier is a connection or a transaction.
+type querier interface {
 	Query(context.Context, string, ...any) (pgx.Rows, error)
-}, segs []ports.Segment) ([]ports.SegmentResult, error) {
+}
+
+// pushBundle runs log_push_multi_v3 on q and returns one result per segment, in input
+// order.
+func pushBundle(ctx context.Context, q querier, segs []ports.Segment) ([]ports.SegmentResult, error) {
+	return pushBundleWith(ctx, q, pushSQL, segs)
+}
+
+// pushBundleWith runs sql, a bundle function's query with pushSQL's parameters and
+// result columns (the equivalence test passes the per-segment reference's).
+func pushBundleWith(ctx context.Context, q querier, sql string, segs []ports.Segment) ([]ports.SegmentResult, error) {
 	a := newPushArgs(segs)
-	rows, err := q.Query(ctx, pushSQL, a.queues, a.parts, a.counts, a.hashes, a.verified, a.blobs, a.tenants)
+	rows, err := q.Query(ctx, sql, a.queues, a.parts, a.counts, a.hashes, a.verified, a.blobs, a.tenants)
 	if err != nil {
 		return nil, err
 	}

@@ -211,13 +211,14 @@ func TestProvisioningDerivesNamespaceAndTask(t *testing.T) {
 func TestGuardsRaise(t *testing.T) {
 	t.Parallel()
 	s := newStore(t, Options{PoolSize: 2})
-	tests := []struct {
-		name string
-		sql  string
-	}{
-		{"misaligned arrays", `SELECT queen.log_push_multi_v2(ARRAY['q','q'], ARRAY['p'], ARRAY[1], ARRAY['\x00000000000000000000000000000000'::bytea], ARRAY[-1::int8], ARRAY['\x01'::bytea])`},
-		{"hash stride", `SELECT queen.log_push_multi_v2(ARRAY['q'], ARRAY['p'], ARRAY[2], ARRAY['\x00000000000000000000000000000000'::bytea], ARRAY[-1::int8], ARRAY['\x01'::bytea])`},
-		{"zero count", `SELECT queen.log_push_multi_v2(ARRAY['q'], ARRAY['p'], ARRAY[0], ARRAY[''::bytea], ARRAY[-1::int8], ARRAY['\x01'::bytea])`},
+	// The set-based bundle and its per-segment reference keep the same guards.
+	var tests []struct{ name, sql string }
+	for _, fn := range []string{"log_push_multi_v3", "log_push_multi_v2"} {
+		tests = append(tests, []struct{ name, sql string }{
+			{fn + "/misaligned arrays", `SELECT queen.` + fn + `(ARRAY['q','q'], ARRAY['p'], ARRAY[1], ARRAY['\x00000000000000000000000000000000'::bytea], ARRAY[-1::int8], ARRAY['\x01'::bytea])`},
+			{fn + "/hash stride", `SELECT queen.` + fn + `(ARRAY['q'], ARRAY['p'], ARRAY[2], ARRAY['\x00000000000000000000000000000000'::bytea], ARRAY[-1::int8], ARRAY['\x01'::bytea])`},
+			{fn + "/zero count", `SELECT queen.` + fn + `(ARRAY['q'], ARRAY['p'], ARRAY[0], ARRAY[''::bytea], ARRAY[-1::int8], ARRAY['\x01'::bytea])`},
+		}...)
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
