@@ -263,7 +263,7 @@ func (s *Store) PushSegments(_ context.Context, segs []ports.Segment) ([]ports.S
 	return out, nil
 }
 
-// checkSegments refuses segments the SQL allocator refuses (log_push_one_v2's guards).
+// checkSegments refuses segments the SQL allocator refuses (log_push_multi_v3's guards).
 func checkSegments(segs []ports.Segment) error {
 	for _, sg := range segs {
 		if sg.Count < 1 || len(sg.Hashes) != 16*sg.Count {
@@ -306,7 +306,7 @@ func (s *Store) pushOne(sg ports.Segment, now time.Time, j *journal) ports.Segme
 	if w > 0 {
 		verified := sg.Verified
 		if verified > p.last {
-			verified = -1 // not this partition's history (see log_push_one_v2)
+			verified = -1 // not this partition's history (see log_push_multi_v3)
 		}
 		// Hashes below the sidecar's watermark are no longer retained: they match nothing.
 		verified = max(verified, p.txnsStart-1)
