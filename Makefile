@@ -8,7 +8,7 @@ STATICCHECK := $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 QUEEN_BENCH_SECONDS ?= 10
 export QUEEN_BENCH_SECONDS
 
-.PHONY: all build lambda run test check wire-check bench bench-consume bench-ack bench-restart bench-pipeline bench-hotlist bench-admin bench-retention generate vet clean
+.PHONY: all build lambda run test check wire-check bench bench-consume bench-ack bench-restart bench-pipeline bench-pinned bench-hotlist bench-admin bench-retention generate vet clean
 
 all: build
 
@@ -69,6 +69,13 @@ bench-restart:
 # script).
 bench-pipeline: build
 	./scripts/bench-pipeline.sh
+
+# Push fusion against one-row pgbench commits into the same embedded PostgreSQL (issue 18),
+# with PostgreSQL pinned to CPU 0 and the broker and load generators to CPU 1 (PIN=0: none
+# pinned), in alternating rounds; prints a markdown table with the CPU per message of each
+# (SCENARIOS, ROUNDS, SECONDS_PER_SIDE, PIN, ...: see the script). Needs pgbench and taskset.
+bench-pinned: build
+	./scripts/bench-pinned.sh
 
 # The hot-list on against off (QUEEN_HOTLIST=1 / 0), side by side: wildcard pop+ack
 # throughput, idle cost, push-to-pop latency and memory, each on brokers with fresh embedded

@@ -1,0 +1,422 @@
+#!/usr/bin/env bash
+# The push comparison of issue 18 (decision 2) end to end, with the processes pinned to
+# cores: a broker on a fresh embedded PostgreSQL, then, in rounds, one-row commits by
+# pgbench into a plain table of the same cluster (the baseline: what one transaction per
+# message can do at best) against queen-bench pushes through the broker (fusion), with the
+# CPU per message of PostgreSQL, the broker and the client. Prints one markdown table and
+# keeps its logs, pgbench scripts and transaction logs and results.tsv (and with
+# KEEP_DATA=1 the data directory) in a temporary directory, whose path it prints. Used by `make bench-pinned`;
+# needs bin/queen-server and bin/queen-bench (make build), PostgreSQL's server binaries
+# with pgbench (Debian: the postgresql package) and, when pinned, taskset (util-linux).
+#
+#   PIN                1 (default): the cluster (postmaster and every backend: new ones
+#                      inherit the postmaster's affinity) on PG_CPUS, the broker, pgbench
+#                      and queen-bench on CLIENT_CPUS; 0: nothing pinned (the honest
+#                      unpinned comparison)
+#   PG_CPUS            cores of PostgreSQL when pinned (taskset list, default 0)
+#   CLIENT_CPUS        cores of the broker and the load generators (default 1)
+#   SCENARIOS          in order (default: single)
+#     single           64 connections, one message per request / one row per transaction
+#     batch100         16 connections, 100 messages per request / 100 rows per transaction
+#   ROUNDS             rounds per scenario (default 3): baseline then fusion in odd rounds,
+#                      fusion then baseline in even ones
+#   SECONDS_PER_SIDE   measured seconds of each side per round (default 10)
+#   WARMUP_SECONDS     unmeasured warm-up of each side per scenario (default 5)
+#   LEADIN_SECONDS     unmeasured start of every pgbench phase once its connections are
+#                      open (default 2): pgbench opens new connections per phase, and fresh
+#                      backends run slower for their first seconds; the measured window
+#                      (CPU, rows, latency) follows it
+#   PARTITIONS         partitions, chosen at random per request/transaction (default 1000)
+#   PAYLOAD            payload size, bytes, as queen-bench push -payload (default 110)
+#   PINNED_PORT        broker port (default 16634; the script stops if it is in use)
+#   KEEP_DATA          0 (default): remove the cluster's data directory on exit (a batch100
+#                      run leaves about 1 GB); 1: keep it
+#   LOG_LEVEL          the broker's (default warn); other broker settings (DB_POOL_SIZE,
+#                      QUEEN_SEG_PUSH_*, ...) pass through the environment
+#
+# The baseline's table mirrors bench/broker/push_test.go's (partition, txn, created_at,
+# payload text; bigserial key) in its own database (bench_baseline). pgbench runs
+# `-c CONNS -j 2 -n -M prepared -l` as the current user over TCP (user postgres, trust),
+# and SIGALRM ends it once its window is measured (its -T counts connecting too).
+# CPU is read from /proc as queen-bench's -pg-pid does: the postmaster's utime, stime,
+# cutime and cstime (reaped backends land in the last two) plus those of its children.
+# The baseline's client CPU is pgbench's, its per-transaction log (-l) included; its
+# p50/p99 are those of the transactions completed in the measured window.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export LC_ALL=C # decimal points in EPOCHREALTIME, awk and sort
+
+pin=${PIN:-1}
+pg_cpus=${PG_CPUS:-0}
+client_cpus=${CLIENT_CPUS:-1}
+scenarios=${SCENARIOS:-single}
+rounds=${ROUNDS:-3}
+secs=${SECONDS_PER_SIDE:-10}
+warmup=${WARMUP_SECONDS:-5}
+leadin=${LEADIN_SECONDS:-2}
+partitions=${PARTITIONS:-1000}
+payload=${PAYLOAD:-110}
+port=${PINNED_PORT:-16634}
+keep_data=${KEEP_DATA:-0}
+
+die() {
+  echo "bench-pinned: $*" >&2
+  exit 2
+}
+
+for b in bin/queen-server bin/queen-bench; do
+  [ -x "$b" ] || die "$b is missing: run make build"
+done
+for s in $scenarios; do
+  case $s in single | batch100) ;; *) die "unknown scenario $s (single, batch100)" ;; esac
+done
+if [ "$pin" = 1 ]; then
+  command -v taskset >/dev/null || die "taskset not found (PIN=1 needs it: Debian package util-linux), or run with PIN=0"
+fi
+if command -v jq >/dev/null; then
+  json_fields() { jq -r '[.rates.msgs, .totals.msgs, .seconds, .extra.pg_us_per_msg // "", .extra.broker_us_per_msg // "",
+    .extra.bench_us_per_msg // "", .p50_ms, .p99_ms, (.totals.errors // 0) + (.totals.notStored // 0)] | @tsv' "$1"; }
+elif command -v python3 >/dev/null; then
+  json_fields() {
+    python3 -c 'import json,sys
+s = json.load(open(sys.argv[1])); x = s.get("extra") or {}; t = s["totals"]
+print("\t".join(str(v) for v in [s["rates"]["msgs"], t["msgs"], s["seconds"], x.get("pg_us_per_msg", ""),
+    x.get("broker_us_per_msg", ""), x.get("bench_us_per_msg", ""), s["p50_ms"], s["p99_ms"],
+    t.get("errors", 0) + t.get("notStored", 0)]))' "$1"
+  }
+else
+  die "jq or python3 is needed to read queen-bench's JSON line"
+fi
+
+# pg_bin_dir: where pglocal finds the server binaries (initdb on PATH, else the newest
+# /usr/lib/postgresql/*/bin); the running postmaster's directory replaces it later.
+pg_bin_dir() {
+  local d
+  if d=$(command -v initdb 2>/dev/null); then
+    d=$(dirname "$(readlink -f "$d")")
+    [ -x "$d/postgres" ] && { echo "$d"; return; }
+  fi
+  for d in $(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -t/ -k5,5 -rn); do
+    [ -x "$d/initdb" ] && [ -x "$d/postgres" ] && { echo "$d"; return; }
+  done
+}
+bindir=$(pg_bin_dir)
+[ -n "$bindir" ] || die "PostgreSQL's server binaries (initdb, postgres) not found: install them (Debian: apt-get install postgresql)"
+[ -x "$bindir/pgbench" ] || die "pgbench not found in $bindir (it ships with the PostgreSQL server package; Debian: postgresql)"
+if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+  die "port $port is in use by a server this script did not start: set PINNED_PORT"
+fi
+
+dir=$(mktemp -d /tmp/queen-pinned.XXXXXX)
+chmod 755 "$dir" # the embedded PostgreSQL runs as the postgres user when we are root
+url="http://127.0.0.1:$port"
+results="$dir/results.tsv"
+printf 'scenario\tround\tside\tmsgs\tseconds\tmsgs_per_s\tpg_us\tbroker_us\tclient_us\tp50_ms\tp99_ms\terrors\n' >"$results"
+commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+if [ "$commit" != unknown ] && ! git diff --quiet HEAD -- 2>/dev/null; then
+  commit="$commit+uncommitted changes"
+fi
+tck=$(getconf CLK_TCK)
+
+pid=""     # the broker
+pgb_pid="" # a pgbench running in the background
+cleanup() {
+  if [ -n "$pgb_pid" ]; then
+    kill -TERM "$pgb_pid" 2>/dev/null || true
+    wait "$pgb_pid" 2>/dev/null || true
+  fi
+  if [ -n "$pid" ]; then
+    # SIGTERM: the broker stops gracefully, and its embedded PostgreSQL with it.
+    kill -TERM "$pid" 2>/dev/null || true
+    for _ in $(seq 1 600); do
+      kill -0 "$pid" 2>/dev/null || break
+      sleep 0.1
+    done
+    kill -KILL "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+  fi
+  [ "$keep_data" = 1 ] || rm -rf "$dir/data"
+  echo "bench-pinned: run directory (logs, results.tsv, pgbench scripts and logs): $dir"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+client=() # prefix of the broker and the load generators
+if [ "$pin" = 1 ]; then
+  client=(taskset -c "$client_cpus")
+fi
+
+echo "bench-pinned: commit $commit, PIN=$pin, scenarios: $scenarios, $rounds rounds of ${secs}s a side; $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+QUEEN_DATA_DIR="$dir/data" PORT="$port" QUEEN_BIND_ADDR=127.0.0.1 LOG_LEVEL=${LOG_LEVEL:-warn} \
+  "${client[@]}" ./bin/queen-server >"$dir/server.log" 2>&1 &
+pid=$!
+# Ready: one push, to a queue of its own, once GET /health answers.
+if ! ./bin/queen-bench push -url "$url" -ready-timeout 120s -count 1 -conns 1 -queue bench-ready \
+  >"$dir/ready.log" 2>&1; then
+  tail -n 20 "$dir/server.log" >&2 || true
+  die "the broker did not come up: see $dir/server.log and $dir/ready.log"
+fi
+pidfile="$dir/data/pg/postmaster.pid"
+[ -r "$pidfile" ] || die "no $pidfile: is the broker on an embedded PostgreSQL? (unset QUEEN_PG_URL, PG_HOST, ...)"
+pm=$(sed -n 1p "$pidfile")
+pgport=$(sed -n 4p "$pidfile")
+[ "$(cat "/proc/$pm/comm" 2>/dev/null)" = postgres ] || die "process $pm of $pidfile is not a postgres postmaster"
+# pgbench and psql of the running cluster's own version.
+if d=$(dirname "$(readlink -f "/proc/$pm/exe" 2>/dev/null)") && [ -x "$d/pgbench" ] && [ -x "$d/psql" ]; then
+  bindir=$d
+fi
+export PGHOST=127.0.0.1 PGPORT=$pgport PGUSER=postgres
+psql=("$bindir/psql" -X -q -v ON_ERROR_STOP=1)
+
+if [ "$pin" = 1 ]; then
+  # The postmaster started on the broker's cores: move it and every process it has forked
+  # so far (all threads of each); later backends inherit the postmaster's affinity.
+  taskset -a -c -p "$pg_cpus" "$pm" >/dev/null
+  for c in $(pgrep -P "$pm"); do
+    taskset -a -c -p "$pg_cpus" "$c" >/dev/null 2>&1 || true
+  done
+  {
+    echo "broker $pid: $(taskset -c -p "$pid")"
+    for c in "$pm" $(pgrep -P "$pm"); do
+      echo "postgres $c ($(tr '\0' ' ' <"/proc/$c/cmdline" 2>/dev/null | cut -c1-60)): $(taskset -c -p "$c" 2>/dev/null)"
+    done
+  } >"$dir/affinity.txt"
+  echo "bench-pinned: pinned PostgreSQL (postmaster $pm and $(pgrep -c -P "$pm" || true) children) to CPU $pg_cpus;" \
+    "broker $pid, pgbench and queen-bench to CPU $client_cpus ($dir/affinity.txt)"
+else
+  echo "bench-pinned: nothing pinned (PIN=0)"
+fi
+echo "bench-pinned: broker $pid on $url, PostgreSQL $("${psql[@]}" -d postgres -Atc 'SHOW server_version' 2>/dev/null) (postmaster $pm, port $pgport), pgbench $bindir/pgbench"
+"${psql[@]}" -d postgres -c 'CREATE DATABASE bench_baseline'
+
+# cpu_ticks [PID]: _cluster = the CPU ticks (utime+stime+cutime+cstime) of the postmaster
+# and of its living children (its reaped children are in its cutime and cstime: the
+# ClusterCPU of bench/load/proc.go); _client = those of PID (pgbench; its threads are
+# in its own). One awk reads every /proc/PID/stat: on a loaded machine a shell loop over
+# them takes seconds.
+cpu_ticks() {
+  local seen
+  read -r seen _cluster _client < <(awk -v pm="$pm" -v cl="${1:-0}" 'BEGIN {
+    for (i = 1; i < ARGC; i++) {
+      if ((getline line < ARGV[i]) <= 0) continue # gone meanwhile
+      close(ARGV[i])
+      pid = ARGV[i]; gsub(/[^0-9]/, "", pid)
+      sub(/^.*\) /, "", line) # from the 3rd field (state) on: the command may hold spaces
+      split(line, f, " ")
+      t = f[12] + f[13] + f[14] + f[15]
+      if (pid == pm) { seen += 1; c += t } else if (f[2] == pm) c += t
+      if (pid == cl) { seen += 2; p = t }
+    }
+    printf "%d %d %d\n", seen, c, p
+    exit
+  }' /proc/[0-9]*/stat)
+  seen=${seen:-0}
+  [ $((seen & 1)) = 1 ] || die "the postmaster $pm exited: see $dir/server.log"
+  [ -z "${1:-}" ] || [ $((seen & 2)) = 2 ] || return 1
+}
+
+# stamp: _now = the time, seconds since the epoch.
+stamp() { _now=${EPOCHREALTIME:-$(date +%s.%N)}; }
+
+# write_scenario NAME: the baseline's table and pgbench script of scenario NAME; sets
+# conns, batch, table, script.
+write_scenario() {
+  case $1 in
+  single) conns=64 batch=1 ;;
+  batch100) conns=16 batch=100 ;;
+  esac
+  table="bench_onerow_$1"
+  script="$dir/pgbench-$1.sql"
+  "${psql[@]}" -d bench_baseline -c "CREATE TABLE $table (id bigserial PRIMARY KEY, partition text NOT NULL,
+    txn text NOT NULL, created_at timestamptz NOT NULL DEFAULT now(), payload text NOT NULL)"
+  # The payload has queen-bench's shape and size ({"seq":N,"pad":"xxx..."}, load.Payload).
+  local pad
+  pad=$(printf "%$((payload > 33 ? payload - 33 : 0))s" '' | tr ' ' x)
+  {
+    echo "\\set p random(0, $((partitions - 1)))"
+    echo '\set s random(1, 1000000000)'
+    if [ "$batch" = 1 ]; then
+      echo "INSERT INTO $table (partition, txn, payload) VALUES ('p' || :p::text, 'r' || :client_id::text || '-' || :s::text, '{\"seq\":' || :s::text || ',\"pad\":\"$pad\"}');"
+    else
+      echo "INSERT INTO $table (partition, txn, payload) SELECT 'p' || :p::text, 'r' || :client_id::text || '-' || :s::text || '-i' || i, '{\"seq\":' || i || ',\"pad\":\"$pad\"}' FROM generate_series(1, $batch) i;"
+    fi
+  } >"$script"
+}
+
+pgbench_cmd() { # DURATION LOGPREFIX: pgb = the pgbench command line of the current scenario
+  pgb=("${client[@]}" "$bindir/pgbench" -n -M prepared -c "$conns" -j 2 -T "$1" -f "$script")
+  [ -z "$2" ] || pgb+=(-l "--log-prefix=$2")
+  pgb+=(bench_baseline)
+}
+
+# baseline SCENARIO ROUND: one pgbench phase. Its measured window starts LEADIN_SECONDS
+# after pgbench holds all its connections (seconds on a loaded machine) and lasts
+# SECONDS_PER_SIDE; then SIGALRM ends pgbench's run as its -T would (it stops, writes its
+# transaction logs and summary). -T itself is only a bound: it counts from the launch,
+# connecting included.
+baseline() {
+  local sc=$1 r=$2 out="$dir/baseline-$1-r$2" ta tb t0 t1 c0 c1 p0 p1 rc=0 launch total connected
+  total=$((leadin + secs + 120))
+  rm -f "$out".log.*
+  pgbench_cmd "$total" "$out.log"
+  stamp; launch=$_now
+  "${pgb[@]}" >"$out.out" 2>&1 & # taskset execs pgbench: $! is pgbench
+  pgb_pid=$!
+  until [ "$(find "/proc/$pgb_pid/fd" -lname 'socket:*' 2>/dev/null | wc -l)" -ge "$conns" ]; do
+    if ! kill -0 "$pgb_pid" 2>/dev/null; then
+      tail -n 20 "$out.out" >&2
+      die "pgbench ended before it had connected: see $out.out"
+    fi
+    stamp
+    awk -v l="$launch" -v n="$_now" 'BEGIN { exit !(n - l > 100) }' && die "pgbench did not connect within 100 s: see $out.out"
+    sleep 0.1
+  done
+  stamp; connected=$_now
+  echo "launch $launch connected $connected (pgbench -T $total)" >"$out.times"
+  sleep "$leadin"
+  stamp; ta=$_now
+  cpu_ticks "$pgb_pid" || die "pgbench ended before its measured window: see $out.out"
+  c0=$_cluster p0=$_client
+  stamp; tb=$_now
+  t0=$(awk -v a="$ta" -v b="$tb" 'BEGIN { printf "%.6f", (a + b) / 2 }')
+  echo "window start $t0 ($ta to $tb)" >>"$out.times"
+  sleep "$secs"
+  stamp; ta=$_now
+  cpu_ticks "$pgb_pid" || die "pgbench ended before its measured window did: see $out.out"
+  c1=$_cluster p1=$_client
+  stamp; tb=$_now
+  t1=$(awk -v a="$ta" -v b="$tb" 'BEGIN { printf "%.6f", (a + b) / 2 }')
+  echo "window end $t1 ($ta to $tb)" >>"$out.times"
+  kill -ALRM "$pgb_pid" 2>/dev/null || true
+  wait "$pgb_pid" || rc=$?
+  pgb_pid=""
+  if [ "$rc" != 0 ]; then
+    tail -n 20 "$out.out" >&2
+    echo "bench-pinned: pgbench exited with $rc (see $out.out)" >&2
+  fi
+  # Log lines: client_id transaction_no latency_us script_no epoch_s epoch_us (the end).
+  # Transactions that ended in the window count; their latency percentiles as
+  # bench/broker's percentile (index min(p*n, n-1) of the sorted latencies).
+  local txns p50 p99 failed
+  compgen -G "$out.log.*" >/dev/null || die "pgbench wrote no transaction log: see $out.out"
+  cat "$out".log.* | awk -v t0="$t0" -v t1="$t1" '$3 ~ /^[0-9]+$/ { t = $5 + $6 / 1e6; if (t >= t0 && t < t1) print $3 }' |
+    sort -n >"$out.lat"
+  txns=$(wc -l <"$out.lat")
+  p50=$(awk -v n="$txns" 'NR == (int(0.50 * n) < n - 1 ? int(0.50 * n) : n - 1) + 1 { printf "%.2f", $1 / 1000 }' "$out.lat")
+  p99=$(awk -v n="$txns" 'NR == (int(0.99 * n) < n - 1 ? int(0.99 * n) : n - 1) + 1 { printf "%.2f", $1 / 1000 }' "$out.lat")
+  failed=$(sed -n 's/^number of failed transactions: \([0-9]*\).*/\1/p' "$out.out")
+  [ "$rc" = 0 ] || failed=$((${failed:-0} + 1))
+  awk -v sc="$sc" -v r="$r" -v n=$((txns * batch)) -v t0="$t0" -v t1="$t1" -v c=$((c1 - c0)) -v p=$((p1 - p0)) \
+    -v tck="$tck" -v p50="$p50" -v p99="$p99" -v e="${failed:-0}" 'BEGIN {
+      s = t1 - t0; us = 1e6 / tck
+      if (n > 0) { pg = sprintf("%.1f", c * us / n); cl = sprintf("%.1f", p * us / n) }
+      printf "%s\t%d\tbaseline\t%d\t%.3f\t%.1f\t%s\t\t%s\t%s\t%s\t%d\n", sc, r, n, s, n / s, pg, cl, p50, p99, e
+    }' >>"$results"
+  tail -n 1 "$results" | awk -F'\t' '{ printf "    baseline: %s rows/s, PG %s µs/row, pgbench %s µs/row, p50 %s ms, p99 %s ms\n", $6, $7, $9, $10, $11 }'
+}
+
+# fusion SCENARIO ROUND: one queen-bench push phase.
+fusion() {
+  local sc=$1 r=$2 out="$dir/fusion-$1-r$2"
+  if ! "${client[@]}" ./bin/queen-bench push -url "$url" -conns "$conns" -batch "$batch" -partitions "$partitions" \
+    -payload "$payload" -queue "bench-pinned-$sc" -duration "${secs}s" -pg-pid "$pm" -broker-pid "$pid" >"$out.out" 2>&1; then
+    tail -n 20 "$out.out" >&2
+    die "queen-bench push failed: see $out.out"
+  fi
+  grep '^{"mode":' "$out.out" | tail -n 1 >"$out.json"
+  [ -s "$out.json" ] || die "no summary line in $out.out"
+  json_fields "$out.json" | awk -F'\t' -v sc="$sc" -v r="$r" 'BEGIN { OFS = "\t" }
+    { printf "%s\t%d\tfusion\t%d\t%.3f\t%.1f\t%s\t%s\t%s\t%.2f\t%.2f\t%d\n", sc, r, $2, $3, $1,
+      ($4 == "" ? "" : sprintf("%.1f", $4)), ($5 == "" ? "" : sprintf("%.1f", $5)), ($6 == "" ? "" : sprintf("%.1f", $6)), $7, $8, $9 }' >>"$results"
+  tail -n 1 "$results" | awk -F'\t' '{ printf "    fusion:   %s msgs/s, PG %s µs/msg, broker %s µs/msg, queen-bench %s µs/msg, p50 %s ms, p99 %s ms\n", $6, $7, $8, $9, $10, $11 }'
+}
+
+for sc in $scenarios; do
+  write_scenario "$sc"
+  echo "=== $sc: $conns connections, $batch per request/transaction; load average $(cut -d' ' -f1-3 /proc/loadavg)"
+  # One checkpoint before everything, none between phases (bench/broker's settle).
+  "${psql[@]}" -d postgres -c CHECKPOINT
+  sleep 2
+  echo "--- warm-up, unmeasured: pgbench ${warmup}s, queen-bench push ${warmup}s"
+  pgbench_cmd "$warmup" ""
+  "${pgb[@]}" >"$dir/warmup-baseline-$sc.out" 2>&1 || {
+    tail -n 20 "$dir/warmup-baseline-$sc.out" >&2
+    die "pgbench failed: see $dir/warmup-baseline-$sc.out"
+  }
+  "${client[@]}" ./bin/queen-bench push -url "$url" -conns "$conns" -batch "$batch" -partitions "$partitions" \
+    -payload "$payload" -queue "bench-pinned-$sc" -duration "${warmup}s" >"$dir/warmup-fusion-$sc.out" 2>&1 || {
+    tail -n 20 "$dir/warmup-fusion-$sc.out" >&2
+    die "queen-bench push failed: see $dir/warmup-fusion-$sc.out"
+  }
+  for r in $(seq 1 "$rounds"); do
+    echo "--- $sc round $r"
+    if [ $((r % 2)) = 1 ]; then
+      baseline "$sc" "$r"
+      sleep 0.5
+      fusion "$sc" "$r"
+    else
+      fusion "$sc" "$r"
+      sleep 0.5
+      baseline "$sc" "$r"
+    fi
+    sleep 0.5
+    kill -0 "$pid" 2>/dev/null || die "the broker exited: see $dir/server.log"
+  done
+done
+
+# The table: every phase, the fusion/baseline ratios per round, and per scenario the
+# rounds together (rates from all messages over all seconds, CPU weighted by messages).
+echo
+echo "Push, fusion against one-row commits (issue 18): commit $commit, $([ "$pin" = 1 ] && echo "pinned: PostgreSQL on CPU $pg_cpus, broker and clients on CPU $client_cpus" || echo "unpinned"), $(nproc) cores, ${secs}s a side per round"
+echo
+awk -F'\t' '
+  function cell(v, f) { return v == "" ? "" : sprintf(f, v) }
+  function tot(a, b, c) { return (a == "" && b == "" && c == "") ? "" : sprintf("%.1f", a + b + c) }
+  function ratio(a, b) { return (a == "" || b == "" || b == 0) ? "" : sprintf("%.2fx", a / b) }
+  function row(sc, r, side, rate, pg, br, cl, total, p50, p99, e) {
+    printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", sc, r, side, rate, pg, br, cl, total, p50, p99, e
+  }
+  NR == 1 { next }
+  {
+    k = $1 SUBSEP $2 SUBSEP $3
+    rate[k] = $6; pg[k] = $7; br[k] = $8; cl[k] = $9; p50[k] = $10; p99[k] = $11; err[k] = $12
+    if (!(($1 SUBSEP $2) in seen)) { seen[$1 SUBSEP $2] = 1; order[++n] = $1 SUBSEP $2 }
+    if (!($1 in scs)) { scs[$1] = 1; scorder[++m] = $1 }
+    a = $1 SUBSEP $3
+    msgs[a] += $4; secs[a] += $5; errs[a] += $12
+    if ($7 != "") { pgw[a] += $7 * $4; pgn[a] += $4 }
+    if ($8 != "") { brw[a] += $8 * $4; brn[a] += $4 }
+    if ($9 != "") { clw[a] += $9 * $4; cln[a] += $4 }
+  }
+  END {
+    print "| scenario | round | side | msgs/s | PG µs/msg | broker µs/msg | client µs/msg | total µs/msg | p50 ms | p99 ms | errors |"
+    print "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+    for (i = 1; i <= n; i++) {
+      split(order[i], f, SUBSEP); b = order[i] SUBSEP "baseline"; u = order[i] SUBSEP "fusion"
+      for (j = 1; j <= 2; j++) {
+        k = (j == 1) ? b : u
+        if (!(k in rate)) continue
+        row(f[1], f[2], j == 1 ? "baseline (pgbench)" : "fusion (queen-bench)", cell(rate[k], "%.0f"), pg[k], br[k], cl[k], tot(pg[k], br[k], cl[k]), p50[k], p99[k], err[k])
+      }
+      if ((b in rate) && (u in rate))
+        row(f[1], f[2], "**fusion/baseline**", "**" ratio(rate[u], rate[b]) "**", ratio(pg[u], pg[b]), "", ratio(cl[u], cl[b]),
+          ratio(tot(pg[u], br[u], cl[u]), tot(pg[b], br[b], cl[b])), ratio(p50[u], p50[b]), ratio(p99[u], p99[b]), "")
+    }
+    for (i = 1; i <= m; i++) {
+      sc = scorder[i]; b = sc SUBSEP "baseline"; u = sc SUBSEP "fusion"
+      delete R; delete P; delete B; delete C
+      for (j = 1; j <= 2; j++) {
+        a = (j == 1) ? b : u
+        if (!(a in secs) || secs[a] == 0) continue
+        R[j] = msgs[a] / secs[a]
+        P[j] = pgn[a] ? pgw[a] / pgn[a] : ""; B[j] = brn[a] ? brw[a] / brn[a] : ""; C[j] = cln[a] ? clw[a] / cln[a] : ""
+        row(sc, "all", j == 1 ? "baseline (pgbench)" : "fusion (queen-bench)", sprintf("%.0f", R[j]), cell(P[j], "%.1f"),
+          cell(B[j], "%.1f"), cell(C[j], "%.1f"), tot(P[j], B[j], C[j]), "", "", errs[a])
+      }
+      if ((b in secs) && (u in secs))
+        row(sc, "all", "**fusion/baseline**", "**" ratio(R[2], R[1]) "**", ratio(P[2], P[1]), "", ratio(C[2], C[1]),
+          ratio(tot(P[2], B[2], C[2]), tot(P[1], B[1], C[1])), "", "", "")
+    }
+  }' "$results"
+echo
+echo "client: pgbench for the baseline, queen-bench for fusion; total: PG + broker + client; p50/p99: per transaction (pgbench) or request (queen-bench)"
