@@ -272,13 +272,7 @@ func ProvideHandler(p *push.Service, c *consume.Service, m *maintenance.Flags, q
 // ProvideHTTPServer builds the HTTP server (App.Start listens). Its shutdown ends the
 // parked long polls first: they would hold a graceful stop for their whole timeout.
 func ProvideHTTPServer(cfg config.Config, h http.Handler, c *consume.Service) *http.Server {
-	srv := &http.Server{
-		Addr:              net.JoinHostPort(cfg.BindAddr, fmt.Sprint(cfg.Port)),
-		Handler:           h,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		MaxHeaderBytes:    httpapi.MaxHeaderBytes, // larger header blocks get 431 from net/http
-	}
+	srv := httpapi.NewServer(net.JoinHostPort(cfg.BindAddr, fmt.Sprint(cfg.Port)), h)
 	srv.RegisterOnShutdown(c.Stop)
 	return srv
 }

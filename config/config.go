@@ -35,6 +35,7 @@ type Config struct {
 	EncryptionKeyOld string        `env:"QUEEN_ENCRYPTION_KEY_OLD" envDefault:"" check:"aes256key" section:"Server" help:"The previous AES-256 key while the key is rotated: it only decrypts payloads sealed before the rotation (new ones are sealed with QUEEN_ENCRYPTION_KEY, which must be set too). Remove it once every message sealed with it has been consumed and removed or has expired. An invalid key is a start-up error."`
 	CacheRefresh     time.Duration `env:"QUEEN_CACHE_REFRESH_INTERVAL_MS" envDefault:"60000" min:"1" section:"Server" help:"How often per-queue flags (such as encryptionEnabled) are re-read from the database."`
 	AdminShare       time.Duration `env:"QUEEN_ADMIN_SHARE_MS" envDefault:"1000" min:"0" section:"Server" help:"How long one read of a tenant-wide admin listing (queue lists, the overview, consumer groups) answers every identical request, in milliseconds: dashboards polling often then cost the database one read per period. Changes made through this broker show at once; pushes, pops and acks within the period. 0 reads on every request."`
+	PprofAddr        string        `env:"QUEEN_PPROF_ADDR" envDefault:"" section:"Server" help:"When set (host:port), serve Go's net/http/pprof profiles under /debug/pprof/ on their own listener at that address, for profiling; empty (the default): off. Bind it to a loopback address: it has no authentication."`
 
 	// Database.
 

@@ -32,8 +32,11 @@ func TestPeerHintsWakeLongPollsOnOtherBrokers(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
+			// The reseed floor (every 5 s by default, at a random phase) also wakes a
+			// parked wildcard pop once it reads the pushed partition: pushed back to a
+			// minute, it cannot answer for a hint or a re-check.
 			env := map[string]string{"POP_WAIT_INITIAL_INTERVAL_MS": "4000", "POP_WAIT_MAX_INTERVAL_MS": "4000",
-				"QUEEN_PEER_HINTS": tt.hints}
+				"QUEEN_PEER_HINTS": tt.hints, "QUEEN_HOTLIST_RESEED_MS": "60000"}
 			producer := startBroker(t, env)
 			consumer := startBrokerOn(t, producer.DB, env)
 			for _, path := range []string{"/api/v1/pop/queue/hinted", "/api/v1/pop/queue/hinted/partition/p"} {

@@ -39,9 +39,18 @@ type Options struct {
 	SkipPaths []string
 }
 
+// Pusher is the push use case the push and transaction routes call: core/push's
+// Service. bench/floor puts a stand-in behind the same routes to measure the HTTP layer
+// alone (issue 18's floor).
+type Pusher interface {
+	Push(ctx context.Context, tenant, producerSub string, items []push.Item) []push.Result
+	Transaction(ctx context.Context, tenant, producerSub string, ops []push.TxnOp, hint string) ([]push.TxnResult, error)
+	Stats() push.Stats
+}
+
 // Services are the use cases the routes call. Push and DB are required.
 type Services struct {
-	Push    *push.Service
+	Push    Pusher
 	DB      ports.Pinger
 	Consume *consume.Service
 	Queues  *queues.Service // configure, queue deletion, dead letters
@@ -196,4 +205,17 @@ func residentBytes(fallback uint64) uint64 {
 		return fallback
 	}
 	return resident * uint64(os.Getpagesize())
+}
+
+// NewServer is the broker's HTTP server for h at addr, set up as queen-server runs it
+// (the caller listens). bench/floor serves its floor with it too, so the two differ only
+// in what is behind the push route.
+func NewServer(addr string, h http.Handler) *http.Server {
+	return &http.Server{
+		Addr:              addr,
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    MaxHeaderBytes, // larger header blocks get 431 from net/http
+	}
 }

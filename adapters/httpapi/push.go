@@ -7,9 +7,8 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"sync"
 	"unicode/utf8"
-
-	"github.com/google/uuid"
 
 	"github.com/queen-go/queen/core/push"
 )
@@ -59,11 +58,10 @@ func readBody(r *http.Request, limit int64) ([]byte, error) {
 	} else {
 		b, err = io.ReadAll(http.MaxBytesReader(nil, r.Body, limit))
 	}
-	var mbe *http.MaxBytesError
-	if errors.As(err, &mbe) {
-		return nil, &tooLarge{limit: limit}
-	}
 	if err != nil {
+		if mbe := (*http.MaxBytesError)(nil); errors.As(err, &mbe) { // only here: &mbe escapes
+			return nil, &tooLarge{limit: limit}
+		}
 		return nil, badRequestf("bad body: %v", err)
 	}
 	return b, nil
@@ -158,13 +156,27 @@ func (a *api) handlePush(w http.ResponseWriter, r *http.Request) {
 		// refused for encryption (Err set): a retry would be refused again.
 		code = http.StatusInternalServerError
 	}
-	writeRaw(w, code, renderPush(results))
+	bp := pushAnswers.Get().(*[]byte)
+	b := renderPush((*bp)[:0], results)
+	writeRaw(w, code, b) // net/http has copied or sent b when Write returns
+	if cap(b) <= maxPooledPushAnswer {
+		*bp = b[:0]
+		pushAnswers.Put(bp)
+	}
 }
 
-// renderPush appends the push response by hand: it is on the hot path and its shape is
-// fixed (api.md §5.1).
-func renderPush(results []push.Result) []byte {
-	b := make([]byte, 0, 160*len(results))
+// pushAnswers recycles push answer buffers: a fresh one per request was garbage on the
+// broker's most frequent route.
+var pushAnswers = sync.Pool{New: func() any { b := make([]byte, 0, 1<<10); return &b }}
+
+// maxPooledPushAnswer bounds the buffers kept: the answer of a rare huge push must not
+// stay pinned in the pool.
+const maxPooledPushAnswer = 64 << 10
+
+// renderPush appends the push response to b by hand: it is on the hot path and its shape
+// is fixed (api.md §5.1).
+func renderPush(b []byte, results []push.Result) []byte {
+	b = slices.Grow(b, 160*len(results))
 	b = append(b, '[')
 	for i, r := range results {
 		if i > 0 {
@@ -173,7 +185,7 @@ func renderPush(results []push.Result) []byte {
 		b = append(b, `{"index":`...)
 		b = strconv.AppendInt(b, int64(r.Index), 10)
 		b = append(b, `,"message_id":"`...)
-		b = append(b, uuid.UUID(r.MessageID).String()...)
+		b = appendUUID(b, r.MessageID)
 		b = append(b, `","transaction_id":`...)
 		b = appendString(b, r.TransactionID)
 		b = append(b, `,"queueName":`...)
@@ -197,6 +209,19 @@ func renderPush(results []push.Result) []byte {
 	return append(b, ']')
 }
 
+// appendUUID appends id in its canonical text form (uuid.UUID.String's) without the
+// string String allocates.
+func appendUUID(b []byte, id [16]byte) []byte {
+	const hexDigits = "0123456789abcdef"
+	for i, c := range id {
+		if i == 4 || i == 6 || i == 8 || i == 10 {
+			b = append(b, '-')
+		}
+		b = append(b, hexDigits[c>>4], hexDigits[c&0x0f])
+	}
+	return b
+}
+
 // appendString appends s as a JSON string.
 func appendString(b []byte, s string) []byte {
 	simple := true
@@ -215,9 +240,14 @@ func appendString(b []byte, s string) []byte {
 	return append(b, enc...)
 }
 
+// jsonContentType is the Content-Type header of every answer, shared: net/http never
+// changes a header's values, and nothing here appends to them.
+var jsonContentType = []string{"application/json"}
+
 func writeRaw(w http.ResponseWriter, code int, b []byte) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	h := w.Header()
+	h["Content-Type"] = jsonContentType // canonical key: what Set would store, without its allocation
+	h["Content-Length"] = []string{strconv.Itoa(len(b))}
 	w.WriteHeader(code)
 	_, _ = w.Write(b)
 }

@@ -9,6 +9,7 @@ import (
 	"syscall"
 
 	"github.com/queen-go/queen"
+	"github.com/queen-go/queen/adapters/httpapi"
 	"github.com/queen-go/queen/config"
 )
 
@@ -46,6 +47,15 @@ func run(args []string) int {
 	if err := app.Start(ctx); err != nil {
 		app.Logger().Error("queen-server: start", "err", err)
 		return 1
+	}
+	if cfg.PprofAddr != "" {
+		stopProfiles, err := httpapi.ServeProfiles(cfg.PprofAddr)
+		if err != nil {
+			app.Logger().Error("queen-server: QUEEN_PPROF_ADDR", "err", err)
+		} else {
+			app.Logger().Warn("queen-server: profiles served (QUEEN_PPROF_ADDR)", "addr", cfg.PprofAddr)
+			defer stopProfiles()
+		}
 	}
 	var failed error
 	select {

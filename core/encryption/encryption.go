@@ -44,7 +44,7 @@ type Policy struct {
 	settings ports.QueueSettings // nil: no queue encrypts
 	opts     Options
 
-	mu     sync.Mutex
+	mu     sync.RWMutex      // read on every pushed item, written on reads and Forget
 	flags  map[queueKey]flag // last flag read
 	forgot uint64            // Forget calls so far: a read that overlapped one is not cached
 }
@@ -104,10 +104,10 @@ func (p *Policy) flag(ctx context.Context, tenant, queue string, read bool) stat
 		return state{known: true}
 	}
 	key := queueKey{tenant, queue}
-	p.mu.Lock()
+	p.mu.RLock()
 	f, cached := p.flags[key]
 	gen := p.forgot
-	p.mu.Unlock()
+	p.mu.RUnlock()
 	switch {
 	case cached && time.Since(f.at) < p.opts.CacheTTL:
 		return state{on: f.on, known: true}
@@ -134,10 +134,36 @@ func (p *Policy) flag(ctx context.Context, tenant, queue string, read bool) stat
 // Memo is one request's (or one replay batch's) view of the flags: each queue's flag is
 // resolved at most once. It is not safe for concurrent use.
 type Memo struct {
-	p     *Policy
-	ctx   context.Context
-	read  bool
-	flags map[queueKey]state
+	p    *Policy
+	ctx  context.Context
+	read bool
+	// The first queue's flag is kept inline (most requests name one queue); the others
+	// in flags, allocated on use.
+	first    queueKey
+	firstSt  state
+	hasFirst bool
+	flags    map[queueKey]state
+}
+
+// lookup returns the flag this memo resolved for key, if any.
+func (m *Memo) lookup(key queueKey) (state, bool) {
+	if m.hasFirst && m.first == key {
+		return m.firstSt, true
+	}
+	st, ok := m.flags[key]
+	return st, ok
+}
+
+// keep records the flag resolved for key.
+func (m *Memo) keep(key queueKey, st state) {
+	if !m.hasFirst {
+		m.first, m.firstSt, m.hasFirst = key, st, true
+		return
+	}
+	if m.flags == nil {
+		m.flags = make(map[queueKey]state)
+	}
+	m.flags[key] = st
 }
 
 // Memo returns a memo resolving flags under ctx. read false forbids reading expired
@@ -156,13 +182,10 @@ func (m *Memo) Seal(tenant, queue string, f *segment.Frame) error {
 		return nil
 	}
 	key := queueKey{tenant, queue}
-	st, ok := m.flags[key]
+	st, ok := m.lookup(key)
 	if !ok {
 		st = m.p.flag(m.ctx, tenant, queue, m.read)
-		if m.flags == nil {
-			m.flags = make(map[queueKey]state)
-		}
-		m.flags[key] = st
+		m.keep(key, st)
 		if m.p.sealer == nil && (st.on || !st.known) {
 			// Once per queue per request: a broker missing the key its queues need is
 			// misconfigured, and the operator must hear of it, not only the producer.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/queen-go/queen/core/dedup"
@@ -89,38 +90,59 @@ func (b *Batcher) finish(bundle []flushPart, segs []ports.Segment, results []por
 }
 
 // report sends each owner shard the outcome of its parts of a bundle: one flushed per
-// shard.
+// shard, each listing its entries of the bundle-wide slices, which they share (read
+// only). Two allocations per bundle, whatever the number of parts and owners.
 func (b *Batcher) report(bundle []flushPart, remainder [][]ref, segs []ports.Segment, results []ports.SegmentResult, ok bool) {
-	outs := make(map[*shard]*flushed, 1)
-	for k, fp := range bundle {
-		out := outs[fp.s]
-		if out == nil {
-			out = &flushed{}
-			outs[fp.s] = out
+	if !ok {
+		segs, results = nil, nil
+	}
+	// The owners in order of first appearance, and how many parts each has.
+	var ownerBuf [16]*shard
+	var countBuf [16]int
+	owners, counts := ownerBuf[:0], countBuf[:0]
+	for _, fp := range bundle {
+		i := slices.Index(owners, fp.s)
+		if i < 0 {
+			owners, counts = append(owners, fp.s), append(counts, 0)
+			i = len(owners) - 1
 		}
+		counts[i]++
+	}
+	outs := make([]flushed, len(owners))
+	idx := make([]int, len(bundle))
+	off := 0
+	for i := range outs {
+		outs[i] = flushed{bundle: bundle, remainder: remainder, segs: segs, results: results,
+			idx: idx[off : off : off+counts[i]]}
+		off += counts[i]
+	}
+	for k, fp := range bundle {
+		out := &outs[slices.Index(owners, fp.s)]
 		if fp.opens {
 			out.opened++
 		}
-		out.parts = append(out.parts, fp.p)
-		out.remainder = append(out.remainder, remainder[k])
-		if ok {
-			out.segs, out.results = append(out.segs, segs[k]), append(out.results, results[k])
-		}
+		out.idx = append(out.idx, k)
 	}
-	for s, out := range outs {
-		s.done <- out
+	for i, s := range owners {
+		s.done <- &outs[i]
 	}
 }
 
 // build runs layer-2 dedup over a partition's frames and packs the segment.
 func (b *Batcher) build(fp flushPart) (ports.Segment, plan) {
-	hashes := make([][16]byte, len(fp.refs))
-	for j, r := range fp.refs {
-		hashes[j] = r.g.Hashes[r.i]
+	n := len(fp.refs)
+	var hashBuf [4][16]byte // small segments (most, under single-message pushes) stay on the stack
+	var frameBuf [4]segment.Frame
+	hashes, frames := hashBuf[:0], frameBuf[:0]
+	if n > len(hashBuf) {
+		hashes, frames = make([][16]byte, 0, n), make([]segment.Frame, 0, n)
 	}
-	pl := plan{firsts: dedup.Firsts(hashes, make([]int, 0, len(hashes))), slot: make([]int, len(hashes))}
-	frames := make([]segment.Frame, 0, len(fp.refs))
-	hashBlob := make([]byte, 0, 16*len(fp.refs))
+	for _, r := range fp.refs {
+		hashes = append(hashes, r.g.Hashes[r.i])
+	}
+	ints := make([]int, 2*n) // the plan's two slices, one allocation
+	pl := plan{firsts: dedup.Firsts(hashes, ints[:0:n]), slot: ints[n:]}
+	hashBlob := make([]byte, 0, 16*n)
 	for j, r := range fp.refs {
 		if pl.firsts[j] != j {
 			continue

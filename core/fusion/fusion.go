@@ -48,6 +48,11 @@ type Group struct {
 	Hashes                   [][16]byte // xxh3-128 of each frame's transaction id
 	Results                  []Result
 	Done                     func()
+	// Minted says every frame's transaction id is one this broker has just minted (a new
+	// UUIDv7 message id): none can be in the dedup cache yet, so building its segment
+	// skips the cache lookups (its hashes are still remembered once committed: a client
+	// may push again with the id it was answered).
+	Minted bool
 
 	remaining atomic.Int64
 }
@@ -168,39 +173,74 @@ func (b *Batcher) Start() {
 // Submit hands groups to their shards; groups of one call that share a shard arrive
 // there together, so one request's partitions can ride one bundle. It never waits for
 // the commit: each group's Done is called when all its frames have verdicts. Groups
-// without frames complete at once.
+// without frames complete at once. Submit may keep the groups slice until every group
+// is done: the caller must not change it meanwhile.
 func (b *Batcher) Submit(groups ...*Group) {
-	perShard := make([][]*Group, len(b.shards)) // small: one slice header per shard
+	one, same := -1, true // the shard of every group with frames, while they share one
 	for _, g := range groups {
 		n := len(g.Frames)
 		if len(g.Results) != n {
 			g.Results = make([]Result, n)
 		}
 		if n == 0 {
-			g.Done()
+			same = false // not handed over: the groups with frames are sent apart
 			continue
 		}
 		g.remaining.Store(int64(n))
-		i := b.shardOf(g)
-		perShard[i] = append(perShard[i], g)
+		if i := b.shardOf(g); one < 0 {
+			one = i
+		} else if i != one {
+			same = false
+		}
 	}
+	if one < 0 {
+		b.doneEmpty(groups) // no frames at all
+		return
+	}
+	if same {
+		// The common case (a single-partition request): the caller's slice, as it is.
+		b.handOver(one, groups)
+		return
+	}
+	perShard := make([][]*Group, len(b.shards)) // small: one slice header per shard
+	for _, g := range groups {
+		if len(g.Frames) > 0 {
+			i := b.shardOf(g)
+			perShard[i] = append(perShard[i], g)
+		}
+	}
+	b.doneEmpty(groups)
+	for i, gs := range perShard {
+		if len(gs) > 0 {
+			b.handOver(i, gs)
+		}
+	}
+}
+
+// doneEmpty finishes the groups without frames.
+func (b *Batcher) doneEmpty(groups []*Group) {
+	for _, g := range groups {
+		if len(g.Frames) == 0 {
+			g.Done()
+		}
+	}
+}
+
+// handOver sends shard i its groups gs, or answers them Error when the Batcher is not
+// running.
+func (b *Batcher) handOver(i int, gs []*Group) {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
-	for i, gs := range perShard {
-		if len(gs) == 0 {
-			continue
-		}
-		if b.closed || !b.started {
-			b.opts.Logger.Warn("push while fusion is not running", "groups", len(gs), "err", ErrClosed)
-			for _, g := range gs {
-				for k := range g.Frames {
-					complete(ref{g, k}, Result{Status: Error})
-				}
+	if b.closed || !b.started {
+		b.opts.Logger.Warn("push while fusion is not running", "groups", len(gs), "err", ErrClosed)
+		for _, g := range gs {
+			for k := range g.Frames {
+				complete(ref{g, k}, Result{Status: Error})
 			}
-			continue
 		}
-		b.shards[i].in <- gs
+		return
 	}
+	b.shards[i].in <- gs
 }
 
 func (b *Batcher) shardOf(g *Group) int {

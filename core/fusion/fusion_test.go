@@ -2,6 +2,7 @@ package fusion
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -505,5 +506,86 @@ func waitBacklog(t *testing.T, b *Batcher, n int64) {
 			t.Fatalf("shard backlog %d, want %d", b.shards[0].backlog.Load(), n)
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestVerifiedForSkipsMintedIDs: a frame whose transaction id is in the cache costs the
+// segment its watermark (a full probe), unless its group says the ids were just minted:
+// those are not looked up (nothing can have stored them before).
+func TestVerifiedForSkipsMintedIDs(t *testing.T) {
+	t.Parallel()
+	k := newKnown()
+	seen := [16]byte(bytes.Repeat([]byte{1}, 16))
+	k.committed("pid-1", 0, seen[:], time.Now(), time.Hour)
+	fresh := [16]byte{9}
+	given := &Group{Hashes: [][16]byte{fresh, seen}}
+	minted := &Group{Hashes: [][16]byte{fresh, seen}, Minted: true}
+	if v := k.verifiedFor([]ref{{given, 0}}); v != 0 {
+		t.Fatalf("unseen id: verified %d, want 0", v)
+	}
+	if v := k.verifiedFor([]ref{{given, 0}, {given, 1}}); v != -1 {
+		t.Fatalf("a cached id: verified %d, want -1 (full probe)", v)
+	}
+	if v := k.verifiedFor([]ref{{minted, 1}}); v != 0 {
+		t.Fatalf("minted ids are not looked up: verified %d, want 0", v)
+	}
+}
+
+// TestKnownEvictsByAge: commits over a sliding window keep exactly the hashes committed
+// within it (a repeated hash by its newest commit), whatever the eviction's compaction.
+func TestKnownEvictsByAge(t *testing.T) {
+	t.Parallel()
+	const window = 10 * time.Second
+	k := newKnown()
+	start := time.Unix(1_700_000_000, 0)
+	newest := map[[16]byte]time.Time{} // the model
+	for i := range 2000 {
+		at := start.Add(time.Duration(i) * 100 * time.Millisecond)
+		h := [16]byte{byte(i % 251), byte(i % 7)} // repeats now and then
+		k.committed("pid", int64(i), h[:], at, window)
+		newest[h] = at
+		cutoff := at.Add(-window)
+		want := 0
+		for h, t0 := range newest {
+			if t0.Before(cutoff) {
+				delete(newest, h)
+				continue
+			}
+			want++
+			if _, ok := k.hashes[h]; !ok {
+				t.Fatalf("commit %d: hash %x of %v evicted, cutoff %v", i, h, t0, cutoff)
+			}
+		}
+		if len(k.hashes) != want {
+			t.Fatalf("commit %d: %d hashes held, want %d", i, len(k.hashes), want)
+		}
+		if k.size() < want || k.size() > 101 { // a hash repeated within the window holds two entries
+			t.Fatalf("commit %d: %d entries for %d hashes in a window of 100 commits", i, k.size(), want)
+		}
+	}
+	if k.verified != 1999 {
+		t.Fatalf("verified %d", k.verified)
+	}
+}
+
+// BenchmarkKnownCommittedSteady is one partition's dedup cache in steady state: a full
+// window of 100,000 hashes, one commit of one message in, one hash evicted.
+func BenchmarkKnownCommittedSteady(b *testing.B) {
+	const held = 100_000
+	window := time.Duration(held) * time.Millisecond
+	k := newKnown()
+	start := time.Unix(1_700_000_000, 0)
+	var h [16]byte
+	commit := func(i int) {
+		binary.BigEndian.PutUint64(h[:], uint64(i))
+		k.committed("pid", int64(i), h[:], start.Add(time.Duration(i)*time.Millisecond), window)
+	}
+	for i := range held {
+		commit(i)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		commit(held + i)
 	}
 }

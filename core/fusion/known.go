@@ -32,17 +32,24 @@ import "time"
 type known struct {
 	pid      string // partition id the history belongs to
 	verified int64
-	hashes   map[[16]byte]time.Time // hash -> commit time of its newest occurrence
-	fifo     []stamped              // insertion order, for age eviction
-	window   time.Duration
+	// Commit times are unix nanoseconds, not time.Time: without its location pointer
+	// the entries hold no pointer, so the garbage collector never scans them (a cache
+	// of millions of hashes made every collection walk it: issue 18).
+	hashes map[[16]byte]int64 // hash -> commit time of its newest occurrence
+	fifo   []stamped          // insertion order, for age eviction; live from head
+	head   int                // entries before it were evicted (compacted away in bulk)
+	window time.Duration
 }
+
+// size is the number of hashes held.
+func (k *known) size() int { return len(k.fifo) - k.head }
 
 type stamped struct {
 	h  [16]byte
-	at time.Time
+	at int64 // unix ns
 }
 
-func newKnown() *known { return &known{verified: -1, hashes: make(map[[16]byte]time.Time)} }
+func newKnown() *known { return &known{verified: -1, hashes: make(map[[16]byte]int64)} }
 
 // verifiedFor returns the watermark a segment with these frames may claim.
 func (k *known) verifiedFor(refs []ref) int64 {
@@ -50,6 +57,9 @@ func (k *known) verifiedFor(refs []ref) int64 {
 		return -1
 	}
 	for _, r := range refs {
+		if r.g.Minted {
+			continue
+		}
 		if _, hit := k.hashes[r.g.Hashes[r.i]]; hit {
 			return -1
 		}
@@ -62,13 +72,13 @@ func (k *known) verifiedFor(refs []ref) int64 {
 // shrank). A window of 0 (dedup off) or a different partition id (the partition was
 // deleted and created again) resets the cache.
 func (k *known) committed(pid string, base int64, hashes []byte, at time.Time, window time.Duration) int {
-	before := len(k.fifo)
+	before := k.size()
 	if (window > k.window && k.verified >= 0) || window <= 0 || (k.pid != "" && pid != k.pid) {
 		// A larger window makes evicted entries relevant again; another partition
 		// behind the same name has another history: start over.
 		k.reset()
 		if window <= 0 {
-			return len(k.fifo) - before
+			return k.size() - before
 		}
 	}
 	k.pid, k.window = pid, window
@@ -78,36 +88,47 @@ func (k *known) committed(pid string, base int64, hashes []byte, at time.Time, w
 	}
 	if base != 0 && k.verified != base-1 {
 		k.reset() // someone else wrote in between: the history is unknown
-		return len(k.fifo) - before
+		return k.size() - before
 	}
+	ns := at.UnixNano()
 	for i := range n {
 		var h [16]byte
 		copy(h[:], hashes[16*i:])
-		k.hashes[h] = at
-		k.fifo = append(k.fifo, stamped{h, at})
+		k.add(h, ns)
 	}
 	k.verified = base + n - 1
 	k.evict(at.Add(-window))
-	return len(k.fifo) - before
+	return k.size() - before
+}
+
+// add remembers hash h committed at ns (unix nanoseconds).
+func (k *known) add(h [16]byte, ns int64) {
+	k.hashes[h] = ns
+	k.fifo = append(k.fifo, stamped{h, ns})
 }
 
 // evict drops entries committed before cutoff: the SQL probe ignores them too.
 func (k *known) evict(cutoff time.Time) {
-	i := 0
-	for i < len(k.fifo) && k.fifo[i].at.Before(cutoff) {
+	c := cutoff.UnixNano()
+	i := k.head
+	for i < len(k.fifo) && k.fifo[i].at < c {
 		e := k.fifo[i]
-		if at, ok := k.hashes[e.h]; ok && !at.After(e.at) {
+		if at, ok := k.hashes[e.h]; ok && at <= e.at {
 			delete(k.hashes, e.h)
 		}
 		i++
 	}
-	if i > 0 {
-		k.fifo = append(k.fifo[:0], k.fifo[i:]...)
+	k.head = i
+	// Move the live entries to the front only once half the array is evicted ones:
+	// moving them on every eviction copied the whole window's hashes per commit.
+	if k.head > 0 && k.head >= len(k.fifo)/2 {
+		n := copy(k.fifo, k.fifo[k.head:])
+		k.fifo, k.head = k.fifo[:n], 0
 	}
 }
 
 func (k *known) reset() {
 	k.verified = -1
 	clear(k.hashes)
-	k.fifo = k.fifo[:0]
+	k.fifo, k.head = k.fifo[:0], 0
 }

@@ -79,10 +79,14 @@ func (b *Batcher) takeOffers(bundle []flushPart, n int) []flushPart {
 	defer b.offerMu.Unlock()
 	n = min(n, len(b.offered))
 	bundle = append(bundle, b.offered[:n]...)
-	clear(b.offered[:n])
-	b.offered = b.offered[n:]
-	if len(b.offered) == 0 {
-		b.offered = nil // let the backing array go
+	// Compact rather than reslice past the taken parts, so that the list reuses its
+	// backing array instead of growing a new one after every bundle; a list that grew
+	// unusually long lets it go.
+	m := copy(b.offered, b.offered[n:])
+	clear(b.offered[m:])
+	b.offered = b.offered[:m]
+	if m == 0 && cap(b.offered) > 4*b.opts.BundleMax {
+		b.offered = nil
 	}
 	b.nOffered.Store(int32(len(b.offered)))
 	return bundle

@@ -1,6 +1,7 @@
 package fusion
 
 import (
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -17,18 +18,22 @@ type ref struct {
 type part struct {
 	key                      string // partKey(tenant, queue, partition)
 	tenant, queue, partition string
-	refs                     []ref // accumulated frames, arrival order
-	inFlight                 bool  // a flush of this partition has not completed
-	ready                    bool  // listed in shard.ready
+	refs                     []ref  // accumulated frames, arrival order
+	inFlight                 bool   // a flush of this partition has not completed
+	ready                    bool   // listed in shard.ready
+	used                     uint32 // shard.sweeps when frames last arrived (see sweepIdle)
 }
 
-// flushed is a completed flush coming back to its shard: per bundle entry, the frames
-// that must be flushed again (the non-duplicate rest of a segment answered duplicate).
+// flushed is a completed flush coming back to one of its owner shards: the shard's
+// entries (idx) of the bundle and, per bundle entry, the frames that must be flushed
+// again (the non-duplicate rest of a segment answered duplicate). Every owner's flushed
+// shares the bundle-wide slices, read only.
 type flushed struct {
-	opened    int // 1 when the bundle was fired by this shard (see flushPart.opens)
-	parts     []*part
-	remainder [][]ref
-	segs      []ports.Segment       // nil when the bundle failed
+	opened    int // bundles this shard fired itself among its parts (see flushPart.opens)
+	idx       []int
+	bundle    []flushPart
+	remainder [][]ref               // aligned with bundle
+	segs      []ports.Segment       // aligned with bundle; nil when the bundle failed
 	results   []ports.SegmentResult // aligned with segs
 }
 
@@ -55,7 +60,16 @@ type shard struct {
 	stale        map[string]struct{}  // partition keys whose pending read predates a ForgetQueue
 
 	forgets chan forgetting // ForgetQueue requests (see forget.go)
+
+	keyBuf   []byte      // add's partition key, built without allocating
+	offerBuf []flushPart // scratch of the parts dispatch offers
+	ticks    int         // hold ticks since the last sweep of idle parts
+	sweeps   uint32      // sweeps of idle parts so far
 }
+
+// sweepTicks is how many hold ticks pass between two sweeps of idle parts (about a
+// second at the default 15 ms hold).
+const sweepTicks = 64
 
 func newShard(b *Batcher) *shard {
 	return &shard{
@@ -99,6 +113,9 @@ func (s *shard) run() {
 			// queued warm-ups take slots other shards freed.
 			s.b.fireOffers()
 			s.warmNext()
+			if s.ticks++; s.ticks >= sweepTicks {
+				s.sweepIdle()
+			}
 		case <-stop:
 			closing, stop = true, nil
 			s.drain()
@@ -124,12 +141,14 @@ func (s *shard) drain() {
 
 func (s *shard) add(gs []*Group) {
 	for _, g := range gs {
-		key := partKey(g.Tenant, g.Queue, g.Partition)
-		p := s.parts[key]
+		s.keyBuf = appendPartKey(s.keyBuf[:0], g.Tenant, g.Queue, g.Partition)
+		p := s.parts[string(s.keyBuf)] // no allocation for the lookup
 		if p == nil {
+			key := string(s.keyBuf)
 			p = &part{key: key, tenant: g.Tenant, queue: g.Queue, partition: g.Partition}
 			s.parts[key] = p
 		}
+		p.used = s.sweeps
 		for i := range g.Frames {
 			p.refs = append(p.refs, ref{g, i})
 		}
@@ -160,7 +179,11 @@ func (s *shard) dispatch() {
 			go s.b.flush(bundle)
 			continue
 		}
-		s.b.offer(s.take(len(s.ready)))
+		// Offered parts are copied onto the offer list: they are built in a scratch
+		// slice the shard reuses, instead of a new one per offer.
+		s.offerBuf = s.takeInto(s.offerBuf[:0], len(s.ready))
+		s.b.offer(s.offerBuf)
+		clear(s.offerBuf) // no references kept from here
 		return
 	}
 }
@@ -174,15 +197,25 @@ func (s *shard) take(n int) []flushPart {
 	if n <= 0 {
 		return nil
 	}
-	bundle := make([]flushPart, n)
+	return s.takeInto(make([]flushPart, 0, n), n)
+}
+
+// takeInto is take appending to bundle (n > 0).
+func (s *shard) takeInto(bundle []flushPart, n int) []flushPart {
+	start := len(bundle)
+	bundle = slices.Grow(bundle, n)[:start+n]
 	for k, p := range s.ready[:n] {
-		bundle[k] = flushPart{s: s, p: p, refs: p.refs, verified: s.known[p.key].verifiedFor(p.refs)}
-		bundle[k].seg, bundle[k].plan = s.b.build(bundle[k])
+		fp := &bundle[start+k]
+		*fp = flushPart{s: s, p: p, refs: p.refs, verified: s.known[p.key].verifiedFor(p.refs)}
+		fp.seg, fp.plan = s.b.build(*fp)
 		s.pending -= len(p.refs)
 		p.refs, p.ready, p.inFlight = nil, false, true
 	}
-	clear(s.ready[:n])
-	s.ready = s.ready[n:]
+	// Compact instead of reslicing past the taken ones: the backing array is reused
+	// rather than reallocated as the queue walks forward.
+	m := copy(s.ready, s.ready[n:])
+	clear(s.ready[m:])
+	s.ready = s.ready[:m]
 	s.inflight += n
 	return bundle
 }
@@ -190,8 +223,9 @@ func (s *shard) take(n int) []flushPart {
 // complete takes a finished flush back: its partitions may fire again, remainders first.
 func (s *shard) complete(f *flushed) {
 	s.bundles -= f.opened
-	s.inflight -= len(f.parts)
-	for k, p := range f.parts {
+	s.inflight -= len(f.idx)
+	for _, k := range f.idx {
+		p := f.bundle[k].p
 		p.inFlight = false
 		if f.segs != nil {
 			s.learn(p.key, f.segs[k], f.results[k])
@@ -200,17 +234,34 @@ func (s *shard) complete(f *flushed) {
 			p.refs = append(rem, p.refs...)
 			s.pending += len(rem)
 		}
-		if len(p.refs) == 0 {
-			// Idle partitions are forgotten so memory follows the active set.
-			delete(s.parts, p.key)
-			continue
-		}
-		s.markReady(p)
+		s.markReady(p) // idle parts stay until sweepIdle: the next frames of a busy partition find them
 	}
+}
+
+// sweepIdle forgets the parts that received no frames since the previous sweep and have
+// nothing pending or in flight, so memory follows the active set, a second or two late.
+// Keeping them that long spares a busy partition a new part (and its key) per flush.
+func (s *shard) sweepIdle() {
+	for key, p := range s.parts {
+		if p.used != s.sweeps && len(p.refs) == 0 && !p.inFlight && !p.ready {
+			delete(s.parts, key)
+		}
+	}
+	s.sweeps++
+	s.ticks = 0
 }
 
 func partKey(tenant, queue, partition string) string {
 	return tenant + "\x1f" + queue + "\x1f" + partition
+}
+
+// appendPartKey appends partKey(tenant, queue, partition) to dst.
+func appendPartKey(dst []byte, tenant, queue, partition string) []byte {
+	dst = append(dst, tenant...)
+	dst = append(dst, 0x1f)
+	dst = append(dst, queue...)
+	dst = append(dst, 0x1f)
+	return append(dst, partition...)
 }
 
 // learn feeds a committed segment to the partition's dedup cache and keeps the shard's
@@ -237,15 +288,17 @@ func (s *shard) learn(key string, seg ports.Segment, res ports.SegmentResult) {
 	}
 	s.knownEntries += k.committed(res.PartitionID, res.BaseOffset, seg.Hashes, res.CreatedAt, res.Window)
 	budget := s.b.opts.CacheEntries / len(s.b.shards)
-	for other, victim := range s.known {
-		if s.knownEntries <= budget {
-			break
-		}
-		if other != key {
-			s.forget(other, victim)
+	if s.knownEntries > budget { // not even an iterator's start otherwise: this runs per committed segment
+		for other, victim := range s.known {
+			if s.knownEntries <= budget {
+				break
+			}
+			if other != key {
+				s.forget(other, victim)
+			}
 		}
 	}
-	if k.verified < 0 || len(k.fifo) > budget {
+	if k.verified < 0 || k.size() > budget {
 		// Unknown history (a gap, dedup turned off) can only be re-learnt from a new
 		// partition, and one partition alone may not exceed the budget: forget it.
 		s.forget(key, k)
@@ -253,6 +306,6 @@ func (s *shard) learn(key string, seg ports.Segment, res ports.SegmentResult) {
 }
 
 func (s *shard) forget(key string, k *known) {
-	s.knownEntries -= len(k.fifo)
+	s.knownEntries -= k.size()
 	delete(s.known, key)
 }

@@ -162,9 +162,7 @@ func (s *shard) install(w *warmed) {
 	k.pid, k.window, k.verified = w.pid, w.recent.Window, w.recent.LastOffset
 	for _, sg := range w.recent.Segments {
 		for i := 0; i+16 <= len(sg.Hashes); i += 16 {
-			h := [16]byte(sg.Hashes[i : i+16])
-			k.hashes[h] = sg.CreatedAt
-			k.fifo = append(k.fifo, stamped{h, sg.CreatedAt})
+			k.add([16]byte(sg.Hashes[i:i+16]), sg.CreatedAt.UnixNano())
 		}
 	}
 	for _, c := range backlog {
@@ -174,7 +172,7 @@ func (s *shard) install(w *warmed) {
 		return // a replayed commit left a gap: the next attempt waits warmRetry
 	}
 	s.known[w.key] = k
-	s.knownEntries += len(k.fifo)
+	s.knownEntries += k.size()
 }
 
 // sweepWarmTried drops expired back-off entries once the map has grown, so it follows

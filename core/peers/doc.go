@@ -9,6 +9,14 @@
 // (PostgreSQL LISTEN/NOTIFY in production), outside any push transaction. The set is
 // bounded (MaxPending, 200,000); hints beyond it are dropped and counted.
 //
+// Hints are published only while another broker listens. Every broker publishes a
+// heartbeat (an empty hint: no queue is named "") once a Heartbeat (1 s), the first as
+// it starts; a broker that heard another within PeerTTL (3 s) publishes its hints, one
+// that did not keeps none (nobody would read them). A broker alone on its database thus
+// sends one notification a second instead of one per tick under load, which cost it and
+// PostgreSQL a transaction every 5 ms (issue 18). A broker that starts is heard within
+// a few milliseconds of its start; hints the others dropped before are only latency.
+//
 // It also listens: hints from the other brokers go to the hot-list (hotlist.List.Hinted),
 // which marks its rings and wakes the parked pops. Received hints are never sent on:
 // only local commits are published, so hints do not echo between brokers.

@@ -3,6 +3,8 @@ package peers
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -45,10 +47,42 @@ func (b *fakeBus) Listen(ctx context.Context, deliver func([]ports.Hint)) error 
 	return ctx.Err()
 }
 
+// batches returns the published batches without their heartbeats (batches of nothing
+// but a heartbeat left out).
 func (b *fakeBus) batches() [][]ports.Hint {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return append([][]ports.Hint(nil), b.published...)
+	var out [][]ports.Hint
+	for _, batch := range b.published {
+		if hints := slices.DeleteFunc(slices.Clone(batch), func(h ports.Hint) bool { return h == heartbeat }); len(hints) > 0 {
+			out = append(out, hints)
+		}
+	}
+	return out
+}
+
+// heartbeats counts the published heartbeats.
+func (b *fakeBus) heartbeats() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n := 0
+	for _, batch := range b.published {
+		for _, h := range batch {
+			if h == heartbeat {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// peer delivers, as another broker would, its heartbeat, once the Mesh listens.
+func (b *fakeBus) peer() {
+	<-b.listening
+	b.mu.Lock()
+	deliver := b.deliver
+	b.mu.Unlock()
+	deliver([]ports.Hint{heartbeat})
 }
 
 func commit(queue, partition string) notify.Commit {
@@ -62,6 +96,9 @@ func TestCommitsAreCoalescedIntoOneBatchPerTick(t *testing.T) {
 		m := New(bus, hotlist.New(nil, hotlist.Options{}), Options{Enabled: true, Tick: 5 * time.Millisecond})
 		m.Start()
 		defer m.Stop()
+		synctest.Wait() // the publisher sent its first heartbeat and waits for the next
+		bus.peer()
+		synctest.Wait() // it heard the peer and waits for its tick
 		for range 1000 {
 			m.Committed(commit("q", "p1"))
 		}
@@ -77,8 +114,49 @@ func TestCommitsAreCoalescedIntoOneBatchPerTick(t *testing.T) {
 		if len(bus.batches()) != 1 {
 			t.Fatalf("%d batches after idle ticks", len(bus.batches()))
 		}
-		if st := m.Stats(); st.Sent != 2 || st.Batches != 1 {
+		if st := m.Stats(); st.Sent != 2 || st.Batches != 1 || !st.Peers {
 			t.Fatalf("stats %+v", st)
+		}
+	})
+}
+
+// Alone on its database a broker publishes no hints, only its heartbeat, once a
+// Heartbeat; hints start when a peer is heard and stop PeerTTL after it was last heard.
+func TestHintsOnlyWhilePeersListen(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		bus := newFakeBus()
+		m := New(bus, hotlist.New(nil, hotlist.Options{}), Options{Enabled: true, Tick: 5 * time.Millisecond,
+			Heartbeat: time.Second})
+		m.Start()
+		defer m.Stop()
+		<-bus.listening
+		for i := range 2500 { // 2.5 s of commits, a millisecond apart, and nobody listening
+			m.Committed(commit("q", fmt.Sprint("p", i)))
+			time.Sleep(time.Millisecond)
+		}
+		synctest.Wait()
+		if got, beats := bus.batches(), bus.heartbeats(); len(got) != 0 || beats != 3 {
+			t.Fatalf("alone: %d batches of hints, %d heartbeats; want none and 3 (at 0, 1 and 2 s)", len(got), beats)
+		}
+		if st := m.Stats(); st.Peers || st.Heartbeats != 3 || st.Sent != 0 {
+			t.Fatalf("alone: stats %+v", st)
+		}
+		bus.mu.Lock()
+		deliver := bus.deliver
+		bus.mu.Unlock()
+		deliver([]ports.Hint{heartbeat}) // a peer starts
+		m.Committed(commit("q", "a"))
+		time.Sleep(10 * time.Millisecond)
+		synctest.Wait()
+		if got := bus.batches(); len(got) != 1 || got[0][0].Partition != "a" {
+			t.Fatalf("with a peer: batches %v, want [[a]]", got)
+		}
+		time.Sleep(3 * time.Second) // the peer went quiet: PeerTTL later, no more hints
+		m.Committed(commit("q", "b"))
+		time.Sleep(10 * time.Millisecond)
+		synctest.Wait()
+		if got := bus.batches(); len(got) != 1 {
+			t.Fatalf("peer gone: batches %v, want only [[a]]", got)
 		}
 	})
 }
@@ -86,6 +164,7 @@ func TestCommitsAreCoalescedIntoOneBatchPerTick(t *testing.T) {
 func TestPendingHintsAreBounded(t *testing.T) {
 	t.Parallel()
 	m := New(newFakeBus(), hotlist.New(nil, hotlist.Options{}), Options{Enabled: true, MaxPending: 3})
+	m.deliver([]ports.Hint{heartbeat}) // a peer listens
 	for _, p := range []string{"a", "b", "c", "d", "e", "a"} {
 		m.Committed(commit("q", p))
 	}
@@ -113,7 +192,7 @@ func TestReceivedHintsWakeAndAreNotSentOn(t *testing.T) {
 		bus.mu.Lock()
 		deliver := bus.deliver
 		bus.mu.Unlock()
-		deliver([]ports.Hint{{Tenant: tenant, Queue: "q", Partition: "p9", PartitionID: "id-p9"}})
+		deliver([]ports.Hint{{Tenant: tenant, Queue: "q", Partition: "p9", PartitionID: "id-p9"}, heartbeat})
 		time.Sleep(50 * time.Millisecond)
 		synctest.Wait()
 		mu.Lock()
@@ -145,6 +224,7 @@ func TestFailuresAreRetriedOrDropped(t *testing.T) {
 		bus.fakeBus.mu.Lock()
 		bus.fakeBus.fail = errors.New("connection refused")
 		bus.fakeBus.mu.Unlock()
+		m.deliver([]ports.Hint{heartbeat}) // a peer heard before this broker's listener failed
 		m.Committed(commit("q", "p1"))
 		time.Sleep(10 * time.Millisecond)
 		synctest.Wait()

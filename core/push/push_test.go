@@ -1,10 +1,14 @@
 package push
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -159,5 +163,85 @@ func TestValidate(t *testing.T) {
 				t.Fatalf("Validate = %v, want an InputError on %s", err, tt.field)
 			}
 		})
+	}
+}
+
+// TestPushBeyondTheSmallPath: a request with more items and groups than smallPush takes
+// the map-based leaders and grouping, with the same results as the linear scans.
+func TestPushBeyondTheSmallPath(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Options{})
+	var items []Item
+	for i := range 30 {
+		items = append(items, Item{Queue: "q", Partition: fmt.Sprint("p", i%10), TransactionID: fmt.Sprint("t", i%20),
+			Payload: []byte(fmt.Sprint(i))})
+	}
+	res := f.svc.Push(t.Context(), tenant, "", items)
+	offsets := map[string]int64{}
+	for i, r := range res {
+		if i >= 20 {
+			// Same partition and transaction id as item i-20: a layer-1 follower.
+			if r.Status != StatusDuplicate || r.MessageID != res[i-20].MessageID || r.Offset != res[i-20].Offset {
+				t.Fatalf("item %d = %+v, want a duplicate of item %d %+v", i, r, i-20, res[i-20])
+			}
+			continue
+		}
+		p := items[i].Partition
+		if r.Index != i || r.Status != StatusQueued || r.Partition != p || r.Offset != offsets[p] {
+			t.Fatalf("item %d = %+v, want queued in %s at %d", i, r, p, offsets[p])
+		}
+		offsets[p]++
+	}
+	for p, n := range offsets {
+		got := f.frames(t, "q", p)
+		if int64(len(got)) != n {
+			t.Fatalf("%s: %d frames stored, want %d", p, len(got), n)
+		}
+	}
+}
+
+// TestNewV7: UUIDv7 ids with the RFC 9562 version and variant, the current millisecond,
+// and strictly increasing in minting order, also across goroutines.
+func TestNewV7(t *testing.T) {
+	t.Parallel()
+	before := time.Now().UnixMilli()
+	const workers, each = 4, 2000
+	ids := make([][][16]byte, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for range each {
+				ids[w] = append(ids[w], newV7())
+			}
+		})
+	}
+	wg.Wait()
+	after := time.Now().UnixMilli()
+	seen := make(map[[16]byte]bool)
+	for _, list := range ids {
+		for i, id := range list {
+			u := uuid.UUID(id)
+			if u.Version() != 7 || u.Variant() != uuid.RFC4122 {
+				t.Fatalf("%s: version %d, variant %v", u, u.Version(), u.Variant())
+			}
+			ms := int64(id[0])<<40 | int64(id[1])<<32 | int64(id[2])<<24 | int64(id[3])<<16 | int64(id[4])<<8 | int64(id[5])
+			if ms < before || ms > after+1 { // the sequence may run a millisecond ahead
+				t.Fatalf("%s: timestamp %d outside [%d, %d]", u, ms, before, after)
+			}
+			if i > 0 && bytes.Compare(list[i-1][:8], id[:8]) >= 0 {
+				t.Fatalf("%s minted after %s does not sort after it", u, uuid.UUID(list[i-1]))
+			}
+			if seen[id] {
+				t.Fatalf("%s minted twice", u)
+			}
+			seen[id] = true
+		}
+	}
+}
+
+func BenchmarkNewV7(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		newV7()
 	}
 }

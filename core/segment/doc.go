@@ -2,10 +2,11 @@
 // queen.log_segments, and unpacks it again.
 //
 // A segment is the unit of storage: Count consecutive messages of one partition, written
-// by one allocation. The blob is the zstd compression (one zstd frame) of the packed
-// layout below, at QUEEN_V2_ZSTD_LEVEL for segments of SmallSegmentBytes (4 KiB) and
-// more, at the fastest level below that (see SmallSegmentBytes for why); the level is
-// not recorded because decoding does not need it. All integers are unsigned LEB128 varints ("uv") unless noted.
+// by one allocation. The blob is one zstd frame of the packed layout below: compressed
+// at QUEEN_V2_ZSTD_LEVEL for segments of SmallSegmentBytes (4 KiB) and more, at the
+// fastest level below that (see SmallSegmentBytes for why), and stored uncompressed, as
+// one raw block, below StoredSegmentBytes (512 bytes); the level is not recorded because
+// decoding does not need it. All integers are unsigned LEB128 varints ("uv") unless noted.
 //
 //	packed  := version:u8 (=1) count:uv frame{count}
 //	frame   := flags:u8 id:[16]byte txnLen:uv txn:[txnLen]byte

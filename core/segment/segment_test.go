@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/klauspost/compress/zstd"
 )
 
 func testCodec(t testing.TB) *Codec {
@@ -157,4 +159,54 @@ func BenchmarkEncode(b *testing.B) {
 		c.Encode(frames)
 	}
 	b.ReportMetric(float64(b.N*len(frames))/b.Elapsed().Seconds(), "msgs/s")
+}
+
+// TestSmallSegmentsStored: segments packed below StoredSegmentBytes are stored as one
+// raw zstd block (the packed bytes follow the frame header as they are), larger ones are
+// compressed, and both decode, here and with a plain zstd decoder.
+func TestSmallSegmentsStored(t *testing.T) {
+	t.Parallel()
+	c := testCodec(t)
+	plain, err := zstd.NewReader(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	for _, size := range []int{1, 100, 200, 240, 300, 470, 2000} { // packed: about size + 30
+		frames := []Frame{{ID: [16]byte{7}, TransactionID: "t", Payload: bytes.Repeat([]byte("a"), size)}}
+		packed := Pack(nil, frames)
+		blob := c.Encode(frames)
+		stored := bytes.HasSuffix(blob, packed) && len(blob) <= len(packed)+storedOverhead
+		if want := len(packed) < StoredSegmentBytes; stored != want {
+			t.Errorf("payload %d (packed %d): stored %v, want %v (blob %d bytes)", size, len(packed), stored, want, len(blob))
+		}
+		got, err := c.Decode(blob)
+		if err != nil || !equalFrames(got, frames) {
+			t.Fatalf("payload %d: decode: %v", size, err)
+		}
+		raw, err := plain.DecodeAll(blob, nil)
+		if err != nil || !bytes.Equal(raw, packed) {
+			t.Fatalf("payload %d: plain zstd decoder: %v", size, err)
+		}
+	}
+	// The stored layout at the bounds of its content-size field.
+	for _, n := range []int{2, 255, 256, 257, 4096, 65791} {
+		packed := bytes.Repeat([]byte{0xab}, n)
+		raw, err := plain.DecodeAll(appendStored(nil, packed), nil)
+		if err != nil || !bytes.Equal(raw, packed) {
+			t.Fatalf("stored frame of %d bytes: %v", n, err)
+		}
+	}
+}
+
+// BenchmarkEncodeSingle is the segment of a single-message push (issue 18): one frame
+// with a minted transaction id and a 110-byte payload.
+func BenchmarkEncodeSingle(b *testing.B) {
+	c := testCodec(b)
+	frames := []Frame{{ID: [16]byte{1, 2, 3}, TransactionID: "0193a4b2-7c1d-7e3f-8a9b-0c1d2e3f4a5b",
+		Payload: []byte(`{"seq":17,"pad":"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"}`)}}
+	b.ReportAllocs()
+	for b.Loop() {
+		c.Encode(frames)
+	}
 }

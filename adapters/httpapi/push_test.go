@@ -1,0 +1,99 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"github.com/queen-go/queen/core/push"
+)
+
+// queuedPusher answers every item queued, at once, as the floor of issue 18 does
+// (bench/floor) without its wait.
+type queuedPusher struct{}
+
+func (queuedPusher) Push(_ context.Context, _, _ string, items []push.Item) []push.Result {
+	out := make([]push.Result, len(items))
+	for i, it := range items {
+		id := [16]byte{0x01, 0x93, 15: byte(i)}
+		txn := it.TransactionID
+		if txn == "" {
+			txn = uuid.UUID(id).String()
+		}
+		out[i] = push.Result{Index: i, MessageID: id, TransactionID: txn, Queue: it.Queue, Partition: it.Partition,
+			Status: push.StatusQueued, Offset: int64(i), HasOffset: true}
+	}
+	return out
+}
+
+func (queuedPusher) Transaction(context.Context, string, string, []push.TxnOp, string) ([]push.TxnResult, error) {
+	return nil, push.ErrNoTransactions
+}
+
+func (queuedPusher) Stats() push.Stats { return push.Stats{} }
+
+// TestPushAnswerShape: the push answer, byte for byte, for the common shapes of item.
+func TestPushAnswerShape(t *testing.T) {
+	t.Parallel()
+	h := New(Services{Push: queuedPusher{}, DB: pinger{}}, Options{Logger: slog.New(slog.DiscardHandler)})
+	body := `{"items":[{"queue":"q","partition":"p","payload":{"a":1}},{"queue":"q<&>","transactionId":"t\u00e9\"","payload":2}]}`
+	req := httptest.NewRequest(http.MethodPost, "/api/v1/push", strings.NewReader(body))
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	want := `[{"index":0,"message_id":"01930000-0000-0000-0000-000000000000","transaction_id":"01930000-0000-0000-0000-000000000000","queueName":"q","status":"queued","offset":0},` +
+		`{"index":1,"message_id":"01930000-0000-0000-0000-000000000001","transaction_id":"té\"","queueName":"q<&>","status":"queued","offset":1}]`
+	if rec.Code != http.StatusCreated || rec.Body.String() != want {
+		t.Fatalf("%d %s\nwant %s", rec.Code, rec.Body, want)
+	}
+	if ct, cl := rec.Header().Get("Content-Type"), rec.Header().Get("Content-Length"); ct != "application/json" || cl != strconv.Itoa(len(want)) {
+		t.Fatalf("Content-Type %q, Content-Length %q (body %d bytes)", ct, cl, rec.Body.Len())
+	}
+	var v []map[string]any
+	if err := json.Unmarshal(rec.Body.Bytes(), &v); err != nil || len(v) != 2 {
+		t.Fatalf("answer is not a JSON array of 2: %v", err)
+	}
+}
+
+// discardWriter is a ResponseWriter that keeps nothing but its header.
+type discardWriter struct{ h http.Header }
+
+func (w *discardWriter) Header() http.Header         { return w.h }
+func (w *discardWriter) Write(b []byte) (int, error) { return len(b), nil }
+func (w *discardWriter) WriteHeader(int)             {}
+
+// BenchmarkPushHandler is the push route of a single-message push behind the router,
+// with a use case that answers at once: what the broker's HTTP layer allocates and
+// spends per request beyond net/http itself.
+func BenchmarkPushHandler(b *testing.B) {
+	h := New(Services{Push: queuedPusher{}, DB: pinger{}}, Options{Logger: slog.New(slog.DiscardHandler)})
+	body := []byte(`{"items":[{"queue":"bench-push","partition":"p417","payload":{"seq":17,"pad":"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"}}]}`)
+	req := httptest.NewRequest(http.MethodPost, "/api/v1/push", nil)
+	rd := bytes.NewReader(body)
+	w := &discardWriter{h: http.Header{}}
+	b.ReportAllocs()
+	for b.Loop() {
+		rd.Reset(body)
+		req.Body, req.ContentLength = io.NopCloser(rd), int64(len(body))
+		clear(w.h)
+		h.ServeHTTP(w, req)
+	}
+}
+
+func TestAppendUUID(t *testing.T) {
+	t.Parallel()
+	for range 100 {
+		id := uuid.New()
+		if got := string(appendUUID([]byte("x"), id)); got != "x"+id.String() {
+			t.Fatalf("appendUUID = %s, want %s", got, id)
+		}
+	}
+}
