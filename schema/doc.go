@@ -46,7 +46,9 @@
 //     resolves transaction ids through the hash sidecar in passes linear in the items:
 //     log_span_hashes_v1 / log_window_hashes_v1 expand sidecar rows once, log_match_v1
 //     pairs items with offsets by sorting both by hash (no join, so no plan that depends
-//     on a row estimate).
+//     on a row estimate). Items naming the delivered span in offset order (the usual
+//     ack of a whole pop) pair as they come, and a call completing a whole span of its
+//     live lease is answered without per-item statements.
 //
 //   - log_pending_v1 (006_hotlist.sql): the hot-list's reseed, a keyset page of a
 //     (queue, group)'s partitions with probable work, read through the

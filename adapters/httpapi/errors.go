@@ -94,9 +94,10 @@ func writeError(w http.ResponseWriter, log *slog.Logger, err error) {
 func writeJSON(w http.ResponseWriter, code int, v any) {
 	b, err := json.Marshal(v)
 	if err != nil {
-		code, b = http.StatusInternalServerError, []byte(`{"error":"response encoding failed"}`)
+		code, b = http.StatusInternalServerError, []byte(encodingFailed)
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	_, _ = w.Write(b)
+	writeRaw(w, code, b) // with its length: an answer over 2 KB would otherwise go out chunked
 }
+
+// encodingFailed is the answer when an answer cannot be encoded.
+const encodingFailed = `{"error":"response encoding failed"}`

@@ -41,12 +41,12 @@ func (c *Client) Push(items []Item) (notStored, buffered int, err error) {
 			body = append(body, ',')
 		}
 		body = append(body, `{"queue":`...)
-		body = strconv.AppendQuote(body, it.Queue)
+		body = appendQuoted(body, it.Queue)
 		body = append(body, `,"partition":`...)
-		body = strconv.AppendQuote(body, it.Partition)
+		body = appendQuoted(body, it.Partition)
 		if it.TransactionID != "" {
 			body = append(body, `,"transactionId":`...)
-			body = strconv.AppendQuote(body, it.TransactionID)
+			body = appendQuoted(body, it.TransactionID)
 		}
 		body = append(body, `,"payload":`...)
 		body = append(body, it.Payload...)
@@ -150,6 +150,10 @@ func (c *Client) Pop(path string) (*Batch, error) {
 		return nil, statusErr("pop", code, resp)
 	}
 	var b Batch
+	if scanBatch(resp, &b) {
+		return &b, nil
+	}
+	b = Batch{}
 	if err := json.Unmarshal(resp, &b); err != nil {
 		return nil, fmt.Errorf("pop: answer: %w", err)
 	}
@@ -165,7 +169,7 @@ func (c *Client) Ack(b *Batch, status string, failed map[int]bool) (refused int,
 	}
 	body := make([]byte, 0, 64+len(b.Messages)*160)
 	body = append(body, `{"consumerGroup":`...)
-	body = strconv.AppendQuote(body, b.ConsumerGroup)
+	body = appendQuoted(body, b.ConsumerGroup)
 	body = append(body, `,"acknowledgments":[`...)
 	for i, m := range b.Messages {
 		if i > 0 {
@@ -176,13 +180,13 @@ func (c *Client) Ack(b *Batch, status string, failed map[int]bool) (refused int,
 			st = "failed"
 		}
 		body = append(body, `{"transactionId":`...)
-		body = strconv.AppendQuote(body, m.TransactionID)
+		body = appendQuoted(body, m.TransactionID)
 		body = append(body, `,"partitionId":`...)
-		body = strconv.AppendQuote(body, m.PartitionID)
+		body = appendQuoted(body, m.PartitionID)
 		body = append(body, `,"leaseId":`...)
-		body = strconv.AppendQuote(body, m.LeaseID)
+		body = appendQuoted(body, m.LeaseID)
 		body = append(body, `,"status":`...)
-		body = strconv.AppendQuote(body, st)
+		body = appendQuoted(body, st)
 		body = append(body, '}')
 	}
 	body = append(body, "]}"...)
@@ -192,6 +196,9 @@ func (c *Client) Ack(b *Batch, status string, failed map[int]bool) (refused int,
 	}
 	if code != 200 {
 		return len(b.Messages), statusErr("ack", code, resp)
+	}
+	if refused, ok := scanAckRefused(resp); ok {
+		return refused, nil
 	}
 	var rs []struct {
 		Success bool `json:"success"`
