@@ -8,7 +8,7 @@ STATICCHECK := $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 QUEEN_BENCH_SECONDS ?= 10
 export QUEEN_BENCH_SECONDS
 
-.PHONY: all build lambda run test check wire-check bench bench-consume bench-ack bench-restart bench-pipeline bench-pinned bench-hotlist bench-admin bench-retention generate vet clean
+.PHONY: all build lambda run test check wire-check bench bench-consume bench-ack bench-restart bench-pipeline bench-pinned bench-allocator bench-hotlist bench-admin bench-retention generate vet clean
 
 all: build
 
@@ -76,6 +76,12 @@ bench-pipeline: build
 # (SCENARIOS, ROUNDS, SECONDS_PER_SIDE, PIN, ...: see the script). Needs pgbench and taskset.
 bench-pinned: build
 	./scripts/bench-pinned.sh
+
+# The push bundle's database cost alone: backend CPU per segment of the set-based
+# log_push_multi_v3 against its per-segment reference log_push_multi_v2, alternating
+# (ALLOC_MODE=skip|probe, ALLOC_ROUNDS, ...: see the script).
+bench-allocator: build
+	./scripts/bench-allocator.sh
 
 # The hot-list on against off (QUEEN_HOTLIST=1 / 0), side by side: wildcard pop+ack
 # throughput, idle cost, push-to-pop latency and memory, each on brokers with fresh embedded

@@ -10,9 +10,11 @@
 //	queen-bench idle     -url URL -queue Q -consumers 50 -duration 60s -pg-pid PID -pg-url DB
 //	queen-bench rss      -url URL -partitions 100000 -sweep-wait 130s
 //	queen-bench report   -file results.jsonl
+//	queen-bench floor    -addr 127.0.0.1:6632 -cycle 3ms
 //
-// Every mode prints a progress line each second, then a summary and one JSON line of
-// figures. pipeline and verify print the verifier's table and verdict and exit 1 on FAIL;
-// report prints the hot-list on/off table of scripts/bench-hotlist.sh; any other error
-// exits 2. See docs/benchmarks.md.
+// Every load mode prints a progress line each second, then a summary and one JSON line
+// of figures. pipeline and verify print the verifier's table and verdict and exit 1 on
+// FAIL; report prints the hot-list on/off table of scripts/bench-hotlist.sh; floor
+// serves issue 18's HTTP floor (bench/floor) until interrupted; any other error exits 2.
+// See docs/benchmarks.md.
 package main

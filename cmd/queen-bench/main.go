@@ -26,6 +26,8 @@ modes:
   idle      park long polls on an idle queue: SQL calls/s, broker and PostgreSQL CPU
   rss       broker memory with many partitions seeded, then after the hot-list's sweep
   report    the side-by-side table of a bench-hotlist run's result lines (-file)
+  floor     serve issue 18's HTTP floor: the broker's routes with a push that only waits
+            for a simulated 3 ms commit cycle (load it with push -broker-pid)
 
 queen-bench <mode> -h lists the mode's flags.
 `
@@ -65,7 +67,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 	}
+	if err := m.prof.start(); err != nil {
+		fmt.Fprintf(stderr, "queen-bench %s: %v\n", mode, err)
+		return 2
+	}
 	code, err := runMode()
+	if perr := m.prof.stop(); perr != nil {
+		fmt.Fprintf(stderr, "queen-bench %s: %v\n", mode, perr)
+		code = max(code, 2)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "queen-bench %s: %v\n", mode, err)
 		return max(code, 2)

@@ -75,6 +75,12 @@ func TestRunExitCodes(t *testing.T) {
 		{"idle refuses a pid that is no postmaster", func(*testing.T) []string {
 			return []string{"idle", "-url", "http://127.0.0.1:1", "-pg-pid", strconv.Itoa(os.Getpid())}
 		}, 2, "not a PostgreSQL postmaster"},
+		{"floor serves until its duration ends", func(*testing.T) []string {
+			return []string{"floor", "-addr", "127.0.0.1:0", "-duration", "100ms"}
+		}, 0, "floor: 0 push requests"},
+		{"floor bad address", func(*testing.T) []string {
+			return []string{"floor", "-addr", "256.0.0.1:0"}
+		}, 2, "floor"},
 		{"prefill bad batch", func(*testing.T) []string {
 			return []string{"prefill", "-url", "http://127.0.0.1:1", "-batch", "0"}
 		}, 2, "batch 0"},

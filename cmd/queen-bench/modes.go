@@ -6,9 +6,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
+	"net"
+	"net/http"
 	"os"
 	"time"
 
+	"github.com/queen-go/queen/adapters/httpapi"
+	"github.com/queen-go/queen/bench/floor"
 	"github.com/queen-go/queen/bench/load"
 	"github.com/queen-go/queen/bench/verify"
 )
@@ -18,6 +23,7 @@ type modeFlags struct {
 	fs     *flag.FlagSet
 	common load.Common
 	ready  time.Duration
+	prof   profiles
 }
 
 // load declares the flags every load mode has; d is the default measured phase.
@@ -25,6 +31,8 @@ func (m *modeFlags) load(d time.Duration) {
 	m.fs.StringVar(&m.common.URL, "url", "http://localhost:6632", "broker base URL")
 	m.fs.DurationVar(&m.common.Duration, "duration", d, "length of the measured phase")
 	m.fs.DurationVar(&m.ready, "ready-timeout", 0, "first wait up to this long for GET /health to answer 200")
+	m.fs.StringVar(&m.prof.cpuFile, "cpuprofile", "", "write the tool's own CPU profile of the run to this file")
+	m.fs.StringVar(&m.prof.memFile, "memprofile", "", "write the tool's own allocation profile, at the end of the run, to this file")
 }
 
 // summary prints a load mode's summary (none when the run failed before it began): its
@@ -39,7 +47,7 @@ func (m *modeFlags) summary(s load.Summary, err error) (int, error) {
 // modes declare each mode's flags and return the run, called once the flags are parsed.
 var modes = map[string]func(ctx context.Context, m *modeFlags) func() (int, error){
 	"push": pushMode, "consume": consumeMode, "latency": latencyMode, "pipeline": pipelineMode, "verify": verifyMode,
-	"prefill": prefillMode, "idle": idleMode, "rss": rssMode, "report": reportMode,
+	"prefill": prefillMode, "idle": idleMode, "rss": rssMode, "report": reportMode, "floor": floorMode,
 }
 
 func pushMode(ctx context.Context, m *modeFlags) func() (int, error) {
@@ -235,5 +243,58 @@ func reportMode(_ context.Context, m *modeFlags) func() (int, error) {
 			return 2, err
 		}
 		return 0, load.Report(m.common.Out, res)
+	}
+}
+
+// floorMode serves issue 18's HTTP floor (bench/floor) until interrupted or -duration
+// ends: the broker's router, middleware and push handler with a push use case that only
+// waits for a simulated 3 ms commit cycle. Load it with push -broker-pid <its pid>.
+func floorMode(ctx context.Context, m *modeFlags) func() (int, error) {
+	var addr string
+	var cycle, d time.Duration
+	m.fs.StringVar(&addr, "addr", "127.0.0.1:6632", "listen address (port 0: a free port, printed)")
+	m.fs.DurationVar(&cycle, "cycle", floor.DefaultCycle, "simulated commit cycle: every waiting push is answered at each tick")
+	m.fs.DurationVar(&d, "duration", 0, "serve this long (0: until interrupted)")
+	var pprofAddr string
+	m.fs.StringVar(&pprofAddr, "pprof-addr", "", "serve net/http/pprof at this address too, as queen-server's QUEEN_PPROF_ADDR (empty: off)")
+	return func() (int, error) {
+		if pprofAddr != "" {
+			stop, err := httpapi.ServeProfiles(pprofAddr)
+			if err != nil {
+				return 2, err
+			}
+			defer stop()
+		}
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			return 2, err
+		}
+		p := floor.NewPusher(cycle)
+		p.Start()
+		defer p.Stop()
+		// As queen-server at LOG_LEVEL=warn: the handler logs nothing on a good push.
+		log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		srv := floor.Server(addr, p, log)
+		fmt.Fprintf(m.common.Out, "floor: serving http://%s (pid %d), commit cycle %v\n", ln.Addr(), os.Getpid(), cycle)
+		failed := make(chan error, 1)
+		go func() { failed <- srv.Serve(ln) }()
+		if d > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, d)
+			defer cancel()
+		}
+		select {
+		case err := <-failed:
+			return 2, err
+		case <-ctx.Done():
+		}
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			return 2, err
+		}
+		st := p.Stats()
+		fmt.Fprintf(m.common.Out, "floor: %d push requests, %d messages\n", st.Requests, st.Messages)
+		return 0, nil
 	}
 }
