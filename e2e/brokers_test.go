@@ -14,8 +14,9 @@ import (
 
 // TestPeerHintsWakeLongPollsOnOtherBrokers: two brokers on one database, a long poll
 // parked on one, a push on the other. With the peers' hints (QUEEN_PEER_HINTS, the
-// default) the push wakes the parked pop at once; without them only the pop's own
-// re-check (4 s here) finds the message. The hint path bounds the latency.
+// default) the push wakes the parked pop at once; without them the pop's own re-check
+// (4 s here) finds the message, or, for the wildcard pop, a reseed of its cold ring. The
+// hint path bounds the latency.
 func TestPeerHintsWakeLongPollsOnOtherBrokers(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -34,7 +35,8 @@ func TestPeerHintsWakeLongPollsOnOtherBrokers(t *testing.T) {
 			t.Parallel()
 			// The reseed floor (every 5 s by default, at a random phase) also wakes a
 			// parked wildcard pop once it reads the pushed partition: pushed back to a
-			// minute, it cannot answer for a hint or a re-check.
+			// minute. A cold ring's reseed (the long poll's arrival asks for one, at most
+			// one a second) still may: see reseeded below.
 			env := map[string]string{"POP_WAIT_INITIAL_INTERVAL_MS": "4000", "POP_WAIT_MAX_INTERVAL_MS": "4000",
 				"QUEEN_PEER_HINTS": tt.hints, "QUEEN_HOTLIST_RESEED_MS": "60000"}
 			producer := startBroker(t, env)
@@ -48,6 +50,7 @@ func TestPeerHintsWakeLongPollsOnOtherBrokers(t *testing.T) {
 			eventually(t, 10*time.Second, "the long polls never parked", func() bool {
 				return consumer.metric(t, "queen_pop_parked") == 2
 			})
+			reseedRows := consumer.metric(t, "queen_hotlist_reseed_rows_total")
 			pushed := time.Now()
 			producer.pushN(t, "hinted", "p", "h", 1)
 			for name, done := range map[string]<-chan popAnswer{"wildcard": wild, "pinned": pinned} {
@@ -63,7 +66,12 @@ func TestPeerHintsWakeLongPollsOnOtherBrokers(t *testing.T) {
 				// The bound below is from the long polls' sending, not the push: on a busy
 				// machine the push may come seconds after they parked, close to their
 				// re-check.
-				if d := r.at.Sub(sent); d < tt.recheck {
+				// A reseed that read partitions after the push may have found the message
+				// and woken the wildcard pop: a legitimate wake that is not a hint.
+				reseeded := name == "wildcard" && consumer.metric(t, "queen_hotlist_reseed_rows_total") > reseedRows
+				if d := r.at.Sub(sent); d < tt.recheck && reseeded {
+					t.Logf("%s: answered %v after the long poll was sent: a reseed found the message", name, d)
+				} else if d < tt.recheck {
 					t.Fatalf("%s: answered %v after the long poll was sent, before its re-check (%v): something else woke it",
 						name, d, tt.recheck)
 				}
