@@ -23,34 +23,18 @@ func fastAckBatch(raw []byte, body *ackBatchBody) bool {
 	}
 	text := string(raw)
 	s := scanner{b: raw}
-	if s.next() != '{' {
-		return false
-	}
-	s.i++
-	for s.next() != '}' {
-		key, ok := s.plainString()
-		if !ok || s.next() != ':' {
-			return false
-		}
-		s.i++
+	return s.members(func(key []byte) bool {
 		switch string(key) {
 		case "consumerGroup":
-			ok = s.textInto(text, &body.ConsumerGroup)
+			return s.textInto(text, &body.ConsumerGroup)
 		case "acknowledgments":
 			// A repeated key merges into the first array in encoding/json.
-			ok = body.Acknowledgments == nil && s.ackItems(text, body)
+			return body.Acknowledgments == nil && s.ackItems(text, body)
 		default:
-			ok = !foldsToAny(key, "consumerGroup", "acknowledgments")
 			s.skip()
+			return !foldsToAny(key, "consumerGroup", "acknowledgments")
 		}
-		if !ok {
-			return false
-		}
-		if s.next() == ',' {
-			s.i++
-		}
-	}
-	return true
+	})
 }
 
 // ackItems reads the acknowledgments array (null leaves it absent).
@@ -82,42 +66,25 @@ func (s *scanner) ackItems(text string, body *ackBatchBody) bool {
 
 // ackItem reads one item object into it.
 func (s *scanner) ackItem(text string, it *ackItem) bool {
-	if s.next() != '{' {
-		return false
-	}
-	s.i++
-	for s.next() != '}' {
-		key, ok := s.plainString()
-		if !ok || s.next() != ':' {
-			return false
-		}
-		s.i++
+	return s.members(func(key []byte) bool {
 		switch string(key) {
 		case "transactionId":
-			ok = s.textInto(text, &it.TransactionID)
+			return s.textInto(text, &it.TransactionID)
 		case "partitionId":
-			ok = s.textInto(text, &it.PartitionID)
+			return s.textInto(text, &it.PartitionID)
 		case "status":
-			ok = s.textInto(text, &it.Status)
+			return s.textInto(text, &it.Status)
 		case "consumerGroup":
-			ok = s.textInto(text, &it.ConsumerGroup)
+			return s.textInto(text, &it.ConsumerGroup)
 		case "leaseId":
-			ok = s.textInto(text, &it.LeaseID)
+			return s.textInto(text, &it.LeaseID)
 		case "error":
-			ok = s.textInto(text, &it.Error)
+			return s.textInto(text, &it.Error)
 		default:
-			ok = !foldsToAny(key, "transactionId", "partitionId", "status", "consumerGroup", "leaseId", "error")
 			s.skip()
+			return !foldsToAny(key, "transactionId", "partitionId", "status", "consumerGroup", "leaseId", "error")
 		}
-		if !ok {
-			return false
-		}
-		if s.next() == ',' {
-			s.i++
-		}
-	}
-	s.i++
-	return true
+	})
 }
 
 // textInto reads an escape-free, valid UTF-8 string into dst as a substring of text (the

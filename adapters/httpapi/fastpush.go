@@ -129,6 +129,31 @@ func (s *scanner) skip() {
 	}
 }
 
+// members walks the object at the scanner: for each member it calls member with the key,
+// the scanner standing at the value, which member reads or skips. It reports false when
+// the object cannot be read here (then encoding/json decides) or member said so.
+func (s *scanner) members(member func(key []byte) bool) bool {
+	if s.next() != '{' {
+		return false
+	}
+	s.i++
+	for s.next() != '}' {
+		key, ok := s.plainString()
+		if !ok || s.next() != ':' {
+			return false
+		}
+		s.i++
+		if !member(key) {
+			return false
+		}
+		if s.next() == ',' {
+			s.i++
+		}
+	}
+	s.i++
+	return true
+}
+
 // items reads the items array.
 func (s *scanner) items() ([]push.Item, bool) {
 	if s.next() != '[' {
@@ -156,53 +181,35 @@ func (s *scanner) items() ([]push.Item, bool) {
 // item reads one item object.
 func (s *scanner) item() (push.Item, bool) {
 	var it push.Item
-	if s.next() != '{' {
-		return it, false
-	}
-	s.i++
 	var hasQueue, hasPayload bool
-	for s.next() != '}' {
-		key, ok := s.plainString()
-		if !ok || s.next() != ':' {
-			return it, false
-		}
-		s.i++
+	ok := s.members(func(key []byte) bool {
+		var ok bool
 		switch string(key) {
 		case "queue":
-			v, ok := s.name(false)
-			if !ok {
-				return it, false
-			}
-			it.Queue, hasQueue = v, true
+			it.Queue, ok = s.name(false)
+			hasQueue = ok
+			return ok
 		case "partition":
-			v, ok := s.name(true)
-			if !ok {
-				return it, false
-			}
-			it.Partition = v
+			it.Partition, ok = s.name(true)
+			return ok
 		case "transactionId":
-			v, ok := s.name(true)
-			if !ok {
-				return it, false
-			}
-			it.TransactionID = v
+			it.TransactionID, ok = s.name(true)
+			return ok
 		case "payload":
 			s.next()
 			start := s.i
 			s.skip()
 			it.Payload, hasPayload = bytes.TrimRight(s.b[start:s.i], " \t\r\n"), true
+			return true
 		default:
 			if foldsToField(key) {
-				return it, false // encoding/json matches keys case-insensitively
+				return false // encoding/json matches keys case-insensitively
 			}
 			s.skip()
+			return true
 		}
-		if s.next() == ',' {
-			s.i++
-		}
-	}
-	s.i++
-	return it, hasQueue && hasPayload
+	})
+	return it, ok && hasQueue && hasPayload
 }
 
 // name reads a non-empty, escape-free, valid UTF-8 string; with nullable, null reads as
