@@ -461,29 +461,47 @@ func TestAckInOrderAnswersLikeTheGeneralPath(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			items := tt.items()
-			got := f.ackRolledBack(t, conn, plans, tt.setup, items)
-			general := f.ackRolledBack(t, conn, plans, tt.setup, append(items, f.items(items[0].LeaseID, "unknown")...))
-			if !ran(general.plans, generalPairing) || ran(general.plans, wholeSpan) {
-				t.Fatal("the reference ack did not take the general path")
-			}
-			if ran(got.plans, generalPairing) == tt.inOrder || ran(got.plans, wholeSpan) != tt.whole {
-				t.Fatalf("log_match_v1 ran: %v, want %v; whole-span answer: %v, want %v",
-					ran(got.plans, generalPairing), !tt.inOrder, ran(got.plans, wholeSpan), tt.whole)
-			}
-			if r := general.res[len(items)]; r.OK {
-				t.Fatalf("the unknown item: %+v", r)
-			}
-			for i := range items {
-				if got.res[i] != general.res[i] {
-					t.Errorf("item %d: %+v, general path %+v", i, got.res[i], general.res[i])
-				}
-			}
-			if got.cursor != general.cursor {
-				t.Errorf("cursor %+v, general path %+v", got.cursor, general.cursor)
-			}
+			f.ackLikeGeneralPath(t, conn, plans, tt.setup, tt.items(), nil, tt.inOrder, tt.whole)
 		})
 	}
+}
+
+// ackLikeGeneralPath acks items (rolled back) and, as the reference, the same items
+// plus an unknown one, which forces the general pairing (log_match_v1); it fails unless
+// the first took the expected path (inOrder: no log_match_v1; whole: the whole-span
+// answer) and both agree on every item's answer, the cursor and the dead letters.
+// labels name the items in messages (nil: indexes only).
+func (f *ackFixture) ackLikeGeneralPath(t *testing.T, conn *pgx.Conn, plans *planLog, setup string,
+	items []ports.AckItem, labels []string, inOrder, whole bool) ackOutcome {
+	t.Helper()
+	got := f.ackRolledBack(t, conn, plans, setup, items)
+	general := f.ackRolledBack(t, conn, plans, setup, append(items, f.items(items[0].LeaseID, "unknown")...))
+	if !ran(general.plans, generalPairing) || ran(general.plans, wholeSpan) {
+		t.Fatal("the reference ack did not take the general path")
+	}
+	if ran(got.plans, generalPairing) == inOrder || ran(got.plans, wholeSpan) != whole {
+		t.Fatalf("log_match_v1 ran: %v, want %v; whole-span answer: %v, want %v",
+			ran(got.plans, generalPairing), !inOrder, ran(got.plans, wholeSpan), whole)
+	}
+	if r := general.res[len(items)]; r.OK {
+		t.Fatalf("the unknown item: %+v", r)
+	}
+	for i := range items {
+		if got.res[i] != general.res[i] {
+			label := ""
+			if labels != nil {
+				label = " (" + labels[i] + ")"
+			}
+			t.Errorf("item %d%s: %+v, general path %+v", i, label, got.res[i], general.res[i])
+		}
+	}
+	if got.cursor != general.cursor {
+		t.Errorf("cursor %+v, general path %+v", got.cursor, general.cursor)
+	}
+	if got.dlq != general.dlq {
+		t.Errorf("dead letters %q, general path %q", got.dlq, general.dlq)
+	}
+	return got
 }
 
 // dupItems are acks under lease of the messages named by specs: a transaction id, then
@@ -592,30 +610,7 @@ func TestAckDuplicateIdsPairLikeTheGeneralPath(t *testing.T) {
 			conn, plans := explainedConn(t, f.url)
 			for _, tt := range tests {
 				t.Run(tt.name, func(t *testing.T) {
-					items := f.dupItems(lease, tt.items...)
-					got := f.ackRolledBack(t, conn, plans, tt.setup, items)
-					general := f.ackRolledBack(t, conn, plans, tt.setup, append(items, f.items(items[0].LeaseID, "unknown")...))
-					if !ran(general.plans, generalPairing) || ran(general.plans, wholeSpan) {
-						t.Fatal("the reference ack did not take the general path")
-					}
-					if ran(got.plans, generalPairing) == tt.inOrder || ran(got.plans, wholeSpan) != tt.whole {
-						t.Fatalf("log_match_v1 ran: %v, want %v; whole-span answer: %v, want %v",
-							ran(got.plans, generalPairing), !tt.inOrder, ran(got.plans, wholeSpan), tt.whole)
-					}
-					if r := general.res[len(items)]; r.OK {
-						t.Fatalf("the unknown item: %+v", r)
-					}
-					for i := range items {
-						if got.res[i] != general.res[i] {
-							t.Errorf("item %d (%s): %+v, general path %+v", i, tt.items[i], got.res[i], general.res[i])
-						}
-					}
-					if got.cursor != general.cursor {
-						t.Errorf("cursor %+v, general path %+v", got.cursor, general.cursor)
-					}
-					if got.dlq != general.dlq {
-						t.Errorf("dead letters %q, general path %q", got.dlq, general.dlq)
-					}
+					got := f.ackLikeGeneralPath(t, conn, plans, tt.setup, f.dupItems(lease, tt.items...), tt.items, tt.inOrder, tt.whole)
 					if want := int64(first + tt.want); got.cursor.committed != want {
 						t.Errorf("committed %d, want %d (span position %d)", got.cursor.committed, want, tt.want)
 					}
