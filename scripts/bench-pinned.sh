@@ -18,6 +18,16 @@
 #   SCENARIOS          in order (default: single)
 #     single           64 connections, one message per request / one row per transaction
 #     batch100         16 connections, 100 messages per request / 100 rows per transaction
+#     writes           the write floor of the storage layout, no broker: one-row commits
+#                      (64 connections) against pgbench transactions that each write what
+#                      a fused bundle of WRITES_BUNDLE single-message segments writes
+#                      (one statement: the partition rows locked in id order and moved,
+#                      their segment rows and hash rows), and the same without the hash
+#                      rows, into copies of queen.log_partitions/log_segments/log_txns
+#                      (pg_dump --schema-only of the broker's, so indexes and fillfactor
+#                      are the real ones) in the baseline's database
+#   WRITES_BUNDLE      segments per transaction of the writes scenario (default 32)
+#   WRITES_CONNS       connections of its write sides (default 4: fusion's commits in flight)
 #   ROUNDS             rounds per scenario (default 3): baseline then fusion in odd rounds,
 #                      fusion then baseline in even ones
 #   SECONDS_PER_SIDE   measured seconds of each side per round (default 10)
@@ -68,8 +78,11 @@ for b in bin/queen-server bin/queen-bench; do
   [ -x "$b" ] || die "$b is missing: run make build"
 done
 for s in $scenarios; do
-  case $s in single | batch100) ;; *) die "unknown scenario $s (single, batch100)" ;; esac
+  case $s in single | batch100 | writes) ;; *) die "unknown scenario $s (single, batch100, writes)" ;; esac
 done
+writes_bundle=${WRITES_BUNDLE:-32}
+writes_conns=${WRITES_CONNS:-4}
+[ "$writes_bundle" -ge 1 ] && [ "$writes_bundle" -le "$partitions" ] || die "WRITES_BUNDLE must be 1..PARTITIONS"
 if [ "$pin" = 1 ]; then
   command -v taskset >/dev/null || die "taskset not found (PIN=1 needs it: Debian package util-linux), or run with PIN=0"
 fi
@@ -219,10 +232,10 @@ cpu_ticks() {
 stamp() { _now=${EPOCHREALTIME:-$(date +%s.%N)}; }
 
 # write_scenario NAME: the baseline's table and pgbench script of scenario NAME; sets
-# conns, batch, table, script.
+# conns, batch, table, script (and for writes, writes_script and nohash_script).
 write_scenario() {
   case $1 in
-  single) conns=64 batch=1 ;;
+  single | writes) conns=64 batch=1 ;;
   batch100) conns=16 batch=100 ;;
   esac
   table="bench_onerow_$1"
@@ -241,28 +254,76 @@ write_scenario() {
       echo "INSERT INTO $table (partition, txn, payload) SELECT 'p' || :p::text, 'r' || :client_id::text || '-' || :s::text || '-i' || i, '{\"seq\":' || i || ',\"pad\":\"$pad\"}' FROM generate_series(1, $batch) i;"
     fi
   } >"$script"
+  [ "$1" = writes ] && write_floor_scripts "$pad"
+  return 0
 }
 
-pgbench_cmd() { # DURATION LOGPREFIX: pgb = the pgbench command line of the current scenario
-  pgb=("${client[@]}" "$bindir/pgbench" -n -M prepared -c "$conns" -j 2 -T "$1" -f "$script")
+# write_floor_scripts PAD: the writes scenario's tables (the broker's three, dumped without
+# data into the baseline's database, 1,000 partitions of one queue) and its two pgbench
+# scripts. Each transaction is one statement, as the bundle's writes are one commit: pick
+# WRITES_BUNDLE distinct partitions (a random start, then a stride of 31: distinct while
+# the bundle is below PARTITIONS / gcd), lock them in ascending id, move last_offset as the
+# allocator does (last_write_at quantised to 1 s), insert one segment row each with a blob
+# of a single-message segment's size and, in the full variant, one 16-byte hash row each.
+write_floor_scripts() {
+  local blob
+  "$bindir/pg_dump" -d postgres --schema-only -t queen.log_partitions -t queen.log_segments -t queen.log_txns \
+    >"$dir/writes-schema.sql"
+  "${psql[@]}" -d bench_baseline -c 'CREATE SCHEMA queen' -f "$dir/writes-schema.sql" >/dev/null
+  "${psql[@]}" -d bench_baseline -c "INSERT INTO queen.log_partitions (queue_id, name)
+    SELECT '00000000-0000-0000-0000-0000000000aa', 'p' || n FROM generate_series(0, $((partitions - 1))) n"
+  "${psql[@]}" -d bench_baseline -c 'VACUUM ANALYZE queen.log_partitions'
+  # A single-message segment as the broker stores it: a small header and the raw payload.
+  blob="convert_to(repeat('x', $((payload + 40))), 'UTF8')"
+  local pick="SELECT lp.id FROM queen.log_partitions lp
+     WHERE lp.queue_id = '00000000-0000-0000-0000-0000000000aa'
+       AND lp.name IN (SELECT 'p' || ((:b + 31 * i) % $partitions) FROM generate_series(0, $((writes_bundle - 1))) i)
+     ORDER BY lp.id FOR NO KEY UPDATE OF lp"
+  local move="UPDATE queen.log_partitions lp SET last_offset = lp.last_offset + 1,
+         last_write_at = CASE WHEN clock_timestamp() - lp.last_write_at > interval '1 second'
+                              THEN clock_timestamp() ELSE lp.last_write_at END
+      WHERE lp.id IN (SELECT id FROM l) RETURNING lp.id, lp.last_offset"
+  local seg="INSERT INTO queen.log_segments (partition_id, base_offset, msg_count, created_at, blob)
+     SELECT u.id, u.last_offset, 1, clock_timestamp(), $blob FROM u"
+  writes_script="$dir/pgbench-writes-full.sql"
+  nohash_script="$dir/pgbench-writes-nohash.sql"
+  # pgbench ends an SQL command at its semicolon, so the statements may span lines.
+  {
+    echo "\\set b random(0, $((partitions - 1)))"
+    echo "WITH l AS ($pick), u AS ($move), s AS ($seg)"
+    echo "INSERT INTO queen.log_txns (partition_id, end_offset, base_offset, created_at, hashes)"
+    echo "SELECT u.id, u.last_offset, u.last_offset, clock_timestamp(), decode(md5(u.id::text || u.last_offset), 'hex') FROM u;"
+  } >"$writes_script"
+  {
+    echo "\\set b random(0, $((partitions - 1)))"
+    echo "WITH l AS ($pick), u AS ($move) $seg;"
+  } >"$nohash_script"
+}
+
+pgbench_cmd() { # DURATION LOGPREFIX SCRIPT CONNS: pgb = a pgbench command line
+  pgb=("${client[@]}" "$bindir/pgbench" -n -M prepared -c "$4" -j 2 -T "$1" -f "$3")
+  # The write-floor sides lock several rows per transaction (in one order, but a retry
+  # costs nothing to allow).
+  [ "$3" = "$script" ] || pgb+=(--max-tries=5)
   [ -z "$2" ] || pgb+=(-l "--log-prefix=$2")
   pgb+=(bench_baseline)
 }
 
-# baseline SCENARIO ROUND: one pgbench phase. Its measured window starts LEADIN_SECONDS
+# pgbench_side SCENARIO ROUND SIDE SCRIPT CONNS ROWS: one pgbench phase (ROWS: messages per
+# transaction). Its measured window starts LEADIN_SECONDS
 # after pgbench holds all its connections (seconds on a loaded machine) and lasts
 # SECONDS_PER_SIDE; then SIGALRM ends pgbench's run as its -T would (it stops, writes its
 # transaction logs and summary). -T itself is only a bound: it counts from the launch,
 # connecting included.
-baseline() {
-  local sc=$1 r=$2 out="$dir/baseline-$1-r$2" ta tb t0 t1 c0 c1 p0 p1 rc=0 launch total connected
+pgbench_side() {
+  local sc=$1 r=$2 side=$3 sscript=$4 sconns=$5 rows=$6 out="$dir/$3-$1-r$2" ta tb t0 t1 c0 c1 p0 p1 rc=0 launch total connected
   total=$((leadin + secs + 120))
   rm -f "$out".log.*
-  pgbench_cmd "$total" "$out.log"
+  pgbench_cmd "$total" "$out.log" "$sscript" "$sconns"
   stamp; launch=$_now
   "${pgb[@]}" >"$out.out" 2>&1 & # taskset execs pgbench: $! is pgbench
   pgb_pid=$!
-  until [ "$(find "/proc/$pgb_pid/fd" -lname 'socket:*' 2>/dev/null | wc -l)" -ge "$conns" ]; do
+  until [ "$(find "/proc/$pgb_pid/fd" -lname 'socket:*' 2>/dev/null | wc -l)" -ge "$sconns" ]; do
     if ! kill -0 "$pgb_pid" 2>/dev/null; then
       tail -n 20 "$out.out" >&2
       die "pgbench ended before it had connected: see $out.out"
@@ -306,18 +367,28 @@ baseline() {
   p99=$(awk -v n="$txns" 'NR == (int(0.99 * n) < n - 1 ? int(0.99 * n) : n - 1) + 1 { printf "%.2f", $1 / 1000 }' "$out.lat")
   failed=$(sed -n 's/^number of failed transactions: \([0-9]*\).*/\1/p' "$out.out")
   [ "$rc" = 0 ] || failed=$((${failed:-0} + 1))
-  awk -v sc="$sc" -v r="$r" -v n=$((txns * batch)) -v t0="$t0" -v t1="$t1" -v c=$((c1 - c0)) -v p=$((p1 - p0)) \
+  awk -v sc="$sc" -v r="$r" -v side="$side" -v n=$((txns * rows)) -v t0="$t0" -v t1="$t1" -v c=$((c1 - c0)) -v p=$((p1 - p0)) \
     -v tck="$tck" -v p50="$p50" -v p99="$p99" -v e="${failed:-0}" 'BEGIN {
       s = t1 - t0; us = 1e6 / tck
       if (n > 0) { pg = sprintf("%.1f", c * us / n); cl = sprintf("%.1f", p * us / n) }
-      printf "%s\t%d\tbaseline\t%d\t%.3f\t%.1f\t%s\t\t%s\t%s\t%s\t%d\n", sc, r, n, s, n / s, pg, cl, p50, p99, e
+      printf "%s\t%d\t%s\t%d\t%.3f\t%.1f\t%s\t\t%s\t%s\t%s\t%d\n", sc, r, side, n, s, n / s, pg, cl, p50, p99, e
     }' >>"$results"
-  tail -n 1 "$results" | awk -F'\t' '{ printf "    baseline: %s rows/s, PG %s µs/row, pgbench %s µs/row, p50 %s ms, p99 %s ms\n", $6, $7, $9, $10, $11 }'
+  tail -n 1 "$results" | awk -F'\t' '{ printf "    %s: %s msgs/s, PG %s µs/msg, pgbench %s µs/msg, p50 %s ms, p99 %s ms\n", $3, $6, $7, $9, $10, $11 }'
+}
+
+# fusion_counts: _commits and _segments = the broker's queen_fusion_commits_total and
+# queen_fusion_segments_total (0 when unreadable).
+fusion_counts() {
+  read -r _commits _segments < <(curl -fsS "$url/metrics/prometheus" 2>/dev/null | awk '
+    $1 == "queen_fusion_commits_total" { c = $2 } $1 == "queen_fusion_segments_total" { s = $2 }
+    END { printf "%d %d\n", c, s }') || true
+  _commits=${_commits:-0} _segments=${_segments:-0}
 }
 
 # fusion SCENARIO ROUND: one queen-bench push phase.
 fusion() {
-  local sc=$1 r=$2 out="$dir/fusion-$1-r$2"
+  local sc=$1 r=$2 out="$dir/fusion-$1-r$2" c0 s0
+  fusion_counts; c0=$_commits s0=$_segments
   if ! "${client[@]}" ./bin/queen-bench push -url "$url" -conns "$conns" -batch "$batch" -partitions "$partitions" \
     -payload "$payload" -queue "bench-pinned-$sc" -duration "${secs}s" -pg-pid "$pm" -broker-pid "$pid" >"$out.out" 2>&1; then
     tail -n 20 "$out.out" >&2
@@ -329,43 +400,71 @@ fusion() {
     { printf "%s\t%d\tfusion\t%d\t%.3f\t%.1f\t%s\t%s\t%s\t%.2f\t%.2f\t%d\n", sc, r, $2, $3, $1,
       ($4 == "" ? "" : sprintf("%.1f", $4)), ($5 == "" ? "" : sprintf("%.1f", $5)), ($6 == "" ? "" : sprintf("%.1f", $6)), $7, $8, $9 }' >>"$results"
   tail -n 1 "$results" | awk -F'\t' '{ printf "    fusion:   %s msgs/s, PG %s µs/msg, broker %s µs/msg, queen-bench %s µs/msg, p50 %s ms, p99 %s ms\n", $6, $7, $8, $9, $10, $11 }'
+  # The bundle size, for the writes scenario's WRITES_BUNDLE (the phase's whole run).
+  fusion_counts
+  awk -v c=$((_commits - c0)) -v s=$((_segments - s0)) 'BEGIN { if (c > 0) printf "    fusion:   %.1f segments per commit (%d commits)\n", s / c, c }'
+}
+
+# side_args SIDE: _script, _conns, _rows of a pgbench side.
+side_args() {
+  case $1 in
+  baseline) _script=$script _conns=$conns _rows=$batch ;;
+  writes) _script=$writes_script _conns=$writes_conns _rows=$writes_bundle ;;
+  writes-nohash) _script=$nohash_script _conns=$writes_conns _rows=$writes_bundle ;;
+  esac
+}
+
+# warm SCENARIO SIDE: the side's unmeasured warm-up.
+warm() {
+  local out="$dir/warmup-$2-$1.out"
+  if [ "$2" = fusion ]; then
+    "${client[@]}" ./bin/queen-bench push -url "$url" -conns "$conns" -batch "$batch" -partitions "$partitions" \
+      -payload "$payload" -queue "bench-pinned-$1" -duration "${warmup}s" >"$out" 2>&1 && return
+    tail -n 20 "$out" >&2
+    die "queen-bench push failed: see $out"
+  fi
+  side_args "$2"
+  pgbench_cmd "$warmup" "" "$_script" "$_conns"
+  "${pgb[@]}" >"$out" 2>&1 && return
+  tail -n 20 "$out" >&2
+  die "pgbench failed: see $out"
+}
+
+# measure SCENARIO ROUND SIDE: one measured phase of the side.
+measure() {
+  if [ "$3" = fusion ]; then
+    fusion "$1" "$2"
+    return
+  fi
+  side_args "$3"
+  pgbench_side "$1" "$2" "$3" "$_script" "$_conns" "$_rows"
 }
 
 for sc in $scenarios; do
   write_scenario "$sc"
-  echo "=== $sc: $conns connections, $batch per request/transaction; load average $(cut -d' ' -f1-3 /proc/loadavg)"
+  sides=(baseline fusion)
+  [ "$sc" = writes ] && sides=(baseline writes writes-nohash)
+  echo "=== $sc: $conns connections, $batch per request/transaction; sides ${sides[*]}; load average $(cut -d' ' -f1-3 /proc/loadavg)"
   # One checkpoint before everything, none between phases (bench/broker's settle).
   "${psql[@]}" -d postgres -c CHECKPOINT
   sleep 2
-  echo "--- warm-up, unmeasured: pgbench ${warmup}s, queen-bench push ${warmup}s"
-  pgbench_cmd "$warmup" ""
-  "${pgb[@]}" >"$dir/warmup-baseline-$sc.out" 2>&1 || {
-    tail -n 20 "$dir/warmup-baseline-$sc.out" >&2
-    die "pgbench failed: see $dir/warmup-baseline-$sc.out"
-  }
-  "${client[@]}" ./bin/queen-bench push -url "$url" -conns "$conns" -batch "$batch" -partitions "$partitions" \
-    -payload "$payload" -queue "bench-pinned-$sc" -duration "${warmup}s" >"$dir/warmup-fusion-$sc.out" 2>&1 || {
-    tail -n 20 "$dir/warmup-fusion-$sc.out" >&2
-    die "queen-bench push failed: see $dir/warmup-fusion-$sc.out"
-  }
+  echo "--- warm-up, unmeasured: ${warmup}s of each side"
+  for side in "${sides[@]}"; do
+    warm "$sc" "$side"
+  done
   for r in $(seq 1 "$rounds"); do
     echo "--- $sc round $r"
-    if [ $((r % 2)) = 1 ]; then
-      baseline "$sc" "$r"
+    # Alternate: round r starts with side r-1 of the list and goes round it.
+    for i in $(seq 0 $((${#sides[@]} - 1))); do
+      measure "$sc" "$r" "${sides[$(((i + r - 1) % ${#sides[@]}))]}"
       sleep 0.5
-      fusion "$sc" "$r"
-    else
-      fusion "$sc" "$r"
-      sleep 0.5
-      baseline "$sc" "$r"
-    fi
-    sleep 0.5
+    done
     kill -0 "$pid" 2>/dev/null || die "the broker exited: see $dir/server.log"
   done
 done
 
-# The table: every phase, the fusion/baseline ratios per round, and per scenario the
-# rounds together (rates from all messages over all seconds, CPU weighted by messages).
+# The table: every phase, each side's ratios to the baseline per round, and per scenario
+# the rounds together (rates from all messages over all seconds, CPU weighted by messages).
 echo
 echo "Push, fusion against one-row commits (issue 18): commit $commit, $([ "$pin" = 1 ] && echo "pinned: PostgreSQL on CPU $pg_cpus, broker and clients on CPU $client_cpus" || echo "unpinned"), $(nproc) cores, ${secs}s a side per round"
 echo
@@ -376,12 +475,14 @@ awk -F'\t' '
   function row(sc, r, side, rate, pg, br, cl, total, p50, p99, e) {
     printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", sc, r, side, rate, pg, br, cl, total, p50, p99, e
   }
+  function label(side) { return side == "baseline" ? "baseline (pgbench)" : side == "fusion" ? "fusion (queen-bench)" : side " (pgbench)" }
   NR == 1 { next }
   {
     k = $1 SUBSEP $2 SUBSEP $3
     rate[k] = $6; pg[k] = $7; br[k] = $8; cl[k] = $9; p50[k] = $10; p99[k] = $11; err[k] = $12
     if (!(($1 SUBSEP $2) in seen)) { seen[$1 SUBSEP $2] = 1; order[++n] = $1 SUBSEP $2 }
     if (!($1 in scs)) { scs[$1] = 1; scorder[++m] = $1 }
+    if ($3 != "baseline" && !(($1 SUBSEP $3) in hasside)) { hasside[$1 SUBSEP $3] = 1; others[$1] = others[$1] " " $3 }
     a = $1 SUBSEP $3
     msgs[a] += $4; secs[a] += $5; errs[a] += $12
     if ($7 != "") { pgw[a] += $7 * $4; pgn[a] += $4 }
@@ -392,31 +493,38 @@ awk -F'\t' '
     print "| scenario | round | side | msgs/s | PG µs/msg | broker µs/msg | client µs/msg | total µs/msg | p50 ms | p99 ms | errors |"
     print "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"
     for (i = 1; i <= n; i++) {
-      split(order[i], f, SUBSEP); b = order[i] SUBSEP "baseline"; u = order[i] SUBSEP "fusion"
-      for (j = 1; j <= 2; j++) {
-        k = (j == 1) ? b : u
-        if (!(k in rate)) continue
-        row(f[1], f[2], j == 1 ? "baseline (pgbench)" : "fusion (queen-bench)", cell(rate[k], "%.0f"), pg[k], br[k], cl[k], tot(pg[k], br[k], cl[k]), p50[k], p99[k], err[k])
+      split(order[i], f, SUBSEP); b = order[i] SUBSEP "baseline"
+      if (b in rate) row(f[1], f[2], label("baseline"), cell(rate[b], "%.0f"), pg[b], br[b], cl[b], tot(pg[b], br[b], cl[b]), p50[b], p99[b], err[b])
+      no = split(others[f[1]], os, " ")
+      for (j = 1; j <= no; j++) {
+        u = order[i] SUBSEP os[j]
+        if (!(u in rate)) continue
+        row(f[1], f[2], label(os[j]), cell(rate[u], "%.0f"), pg[u], br[u], cl[u], tot(pg[u], br[u], cl[u]), p50[u], p99[u], err[u])
       }
-      if ((b in rate) && (u in rate))
-        row(f[1], f[2], "**fusion/baseline**", "**" ratio(rate[u], rate[b]) "**", ratio(pg[u], pg[b]), "", ratio(cl[u], cl[b]),
-          ratio(tot(pg[u], br[u], cl[u]), tot(pg[b], br[b], cl[b])), ratio(p50[u], p50[b]), ratio(p99[u], p99[b]), "")
+      for (j = 1; j <= no; j++) {
+        u = order[i] SUBSEP os[j]
+        if ((b in rate) && (u in rate))
+          row(f[1], f[2], "**" os[j] "/baseline**", "**" ratio(rate[u], rate[b]) "**", ratio(pg[u], pg[b]), "", ratio(cl[u], cl[b]),
+            ratio(tot(pg[u], br[u], cl[u]), tot(pg[b], br[b], cl[b])), ratio(p50[u], p50[b]), ratio(p99[u], p99[b]), "")
+      }
     }
     for (i = 1; i <= m; i++) {
-      sc = scorder[i]; b = sc SUBSEP "baseline"; u = sc SUBSEP "fusion"
+      sc = scorder[i]
+      no = split("baseline" others[sc], os, " ")
       delete R; delete P; delete B; delete C
-      for (j = 1; j <= 2; j++) {
-        a = (j == 1) ? b : u
+      for (j = 1; j <= no; j++) {
+        a = sc SUBSEP os[j]
         if (!(a in secs) || secs[a] == 0) continue
         R[j] = msgs[a] / secs[a]
         P[j] = pgn[a] ? pgw[a] / pgn[a] : ""; B[j] = brn[a] ? brw[a] / brn[a] : ""; C[j] = cln[a] ? clw[a] / cln[a] : ""
-        row(sc, "all", j == 1 ? "baseline (pgbench)" : "fusion (queen-bench)", sprintf("%.0f", R[j]), cell(P[j], "%.1f"),
+        row(sc, "all", label(os[j]), sprintf("%.0f", R[j]), cell(P[j], "%.1f"),
           cell(B[j], "%.1f"), cell(C[j], "%.1f"), tot(P[j], B[j], C[j]), "", "", errs[a])
       }
-      if ((b in secs) && (u in secs))
-        row(sc, "all", "**fusion/baseline**", "**" ratio(R[2], R[1]) "**", ratio(P[2], P[1]), "", ratio(C[2], C[1]),
-          ratio(tot(P[2], B[2], C[2]), tot(P[1], B[1], C[1])), "", "", "")
+      for (j = 2; j <= no; j++)
+        if ((1 in R) && (j in R))
+          row(sc, "all", "**" os[j] "/baseline**", "**" ratio(R[j], R[1]) "**", ratio(P[j], P[1]), "", ratio(C[j], C[1]),
+            ratio(tot(P[j], B[j], C[j]), tot(P[1], B[1], C[1])), "", "", "")
     }
   }' "$results"
 echo
-echo "client: pgbench for the baseline, queen-bench for fusion; total: PG + broker + client; p50/p99: per transaction (pgbench) or request (queen-bench)"
+echo "client: pgbench for the baseline and the write floor, queen-bench for fusion; total: PG + broker + client; p50/p99: per transaction (pgbench) or request (queen-bench)"
