@@ -61,14 +61,15 @@ func TestAckImplicitAndExplicit(t *testing.T) {
 		{"acking the last message commits the whole batch", []ack{{4, ""}}, true, 4, []string{}, 0},
 		{"acking a prefix keeps the lease", []ack{{0, "completed"}, {1, "completed"}}, false, 1, nil, 0},
 		{"the highest completed wins, order does not matter", []ack{{3, ""}, {1, ""}}, false, 3, nil, 0},
+		// m-1.. were delivered before: a redelivery, whatever offset it starts at.
 		{"failed below a completed clamps the cursor", []ack{{0, ""}, {1, "failed"}, {2, ""}, {3, ""}},
-			true, 0, txnRange("m", 1, 4), 1},
+			true, 0, txnRange("m", 1, 4), 2},
 		{"failed at the head redelivers the batch", []ack{{0, "failed"}}, true, -1, txnRange("m", 0, 4), 2},
 		{"retry at the head redelivers the batch", []ack{{2, ""}, {0, "retry"}}, true, -1, txnRange("m", 0, 4), 2},
 		{"an explicit signal beats a completed ack of the same message", []ack{{0, "completed"}, {0, "failed"}},
 			true, -1, txnRange("m", 0, 4), 2},
-		{"the lowest signal wins", []ack{{3, "failed"}, {2, "retry"}, {1, ""}}, true, 1, txnRange("m", 2, 4), 1},
-		{"dlq beats failed at the same offset", []ack{{1, "failed"}, {1, "dlq"}}, true, 1, txnRange("m", 2, 4), 1},
+		{"the lowest signal wins", []ack{{3, "failed"}, {2, "retry"}, {1, ""}}, true, 1, txnRange("m", 2, 4), 2},
+		{"dlq beats failed at the same offset", []ack{{1, "failed"}, {1, "dlq"}}, true, 1, txnRange("m", 2, 4), 2},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -338,7 +338,14 @@ BEGIN
                 v_end := least(v_end, v_vis);
             END IF;
 
-            v_attempt := CASE WHEN c.delivery_start = v_committed + 1 THEN c.delivery_attempt + 1 ELSE 1 END;
+            -- A redelivery is a span starting inside the last delivered one (a lease that
+            -- expired, a failed or retried item, a partial ack then expiry): its messages
+            -- were delivered before, so the attempt counts up, also when the span starts
+            -- after the old start because a prefix was acked. A span past the last
+            -- delivered offset (batch_end) is a first delivery.
+            v_attempt := CASE WHEN c.delivery_start >= 0 AND v_committed + 1 >= c.delivery_start
+                                   AND v_committed + 1 <= c.batch_end
+                              THEN c.delivery_attempt + 1 ELSE 1 END;
             IF p_auto_ack THEN
                 v_expires := NULL;
                 UPDATE queen.log_consumers lc SET
