@@ -284,3 +284,24 @@ func (s *Server) done() bool {
 		return false
 	}
 }
+
+// PID returns the postmaster's process id (its backends are its children): for fault
+// tests that freeze the server (SIGSTOP) or watch its processes.
+func (s *Server) PID() int { return s.proc.Pid }
+
+// Crash stops the server the way a power cut would: an immediate shutdown (SIGQUIT: no
+// checkpoint, crash recovery on the next Start of the same data directory), then SIGKILL
+// if it lingers. For fault tests; it waits until the postmaster has exited or ctx is done.
+func (s *Server) Crash(ctx context.Context) error {
+	for _, sig := range []syscall.Signal{syscall.SIGQUIT, syscall.SIGKILL} {
+		s.signal(sig)
+		select {
+		case <-s.exited:
+			return nil
+		case <-ctx.Done():
+			return fmt.Errorf("pglocal: crash %s: %w", s.dataDir, ctx.Err())
+		case <-time.After(escalateWait):
+		}
+	}
+	return fmt.Errorf("pglocal: server on %s (pid %d) survives SIGKILL", s.dataDir, s.proc.Pid)
+}

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -190,6 +191,44 @@ func TestStartReusesDataDir(t *testing.T) {
 	}
 	if bytes.Contains(serverLog, []byte("not properly shut down")) {
 		t.Errorf("run 2 had to recover: run 1 was not shut down cleanly\n%s", serverLog)
+	}
+}
+
+// TestCrashThenRestart: a crashed server (immediate shutdown) comes back on the same data
+// directory and port with its committed rows, after crash recovery.
+func TestCrashThenRestart(t *testing.T) {
+	t.Parallel()
+	dir := testDataDir(t)
+	first := startServer(t, dir, Options{})
+	exec1(t, first.URL(), "CREATE TABLE kept (v text); INSERT INTO kept VALUES ('committed')")
+	pid := first.PID()
+	if pid <= 0 {
+		t.Fatalf("PID() = %d", pid)
+	}
+	if err := first.Crash(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(pid, 0); err == nil {
+		t.Fatalf("postmaster %d still runs after Crash", pid)
+	}
+	port := first.URL()[strings.LastIndex(first.URL(), ":")+1 : strings.LastIndex(first.URL(), "/")]
+	n, err := strconv.Atoi(port)
+	if err != nil {
+		t.Fatalf("port of %s: %v", first.URL(), err)
+	}
+	second := startServer(t, dir, Options{Port: n})
+	if second.URL() != first.URL() {
+		t.Errorf("restarted on %s, want %s", second.URL(), first.URL())
+	}
+	if got := queryString(t, second.URL(), "SELECT v FROM kept"); got != "committed" {
+		t.Errorf("after the crash the table reads %q", got)
+	}
+	serverLog, err := os.ReadFile(filepath.Join(dir, logFileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(serverLog, []byte("not properly shut down")) {
+		t.Errorf("the restart did not recover from a crash: was it one?\n%s", serverLog)
 	}
 }
 

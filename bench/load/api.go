@@ -34,6 +34,26 @@ func statusErr(op string, code int, body []byte) error {
 // queued, duplicate or buffered) and how many of the accepted ones it spooled
 // (buffered: on disk, replayed later), reading only the status fields of the answer.
 func (c *Client) Push(items []Item) (notStored, buffered int, err error) {
+	statuses, err := c.PushStatuses(items)
+	if err != nil {
+		return len(items), 0, err
+	}
+	for _, st := range statuses {
+		switch st {
+		case "queued", "duplicate":
+		case "buffered":
+			buffered++
+		default:
+			notStored++
+		}
+	}
+	return notStored, buffered, nil
+}
+
+// PushStatuses posts items and returns each item's status in the broker's answer
+// (queued, duplicate, buffered, failed, ...), in item order: what a producer's ledger
+// records.
+func (c *Client) PushStatuses(items []Item) ([]string, error) {
 	body := make([]byte, 0, 64+len(items)*96)
 	body = append(body, `{"items":[`...)
 	for i, it := range items {
@@ -55,27 +75,25 @@ func (c *Client) Push(items []Item) (notStored, buffered int, err error) {
 	body = append(body, "]}"...)
 	code, resp, err := c.Do("POST", "/api/v1/push", body)
 	if err != nil {
-		return len(items), 0, err
+		return nil, err
 	}
 	if code != 201 {
-		return len(items), 0, statusErr("push", code, resp)
+		return nil, statusErr("push", code, resp)
 	}
 	var rs []struct {
 		Status string `json:"status"`
 	}
 	if err := json.Unmarshal(resp, &rs); err != nil {
-		return len(items), 0, fmt.Errorf("push: answer: %w", err)
+		return nil, fmt.Errorf("push: answer: %w", err)
 	}
-	for _, r := range rs {
-		switch r.Status {
-		case "queued", "duplicate":
-		case "buffered":
-			buffered++
-		default:
-			notStored++
-		}
+	if len(rs) != len(items) {
+		return nil, fmt.Errorf("push: %d results for %d items", len(rs), len(items))
 	}
-	return notStored, buffered, nil
+	statuses := make([]string, len(rs))
+	for i, r := range rs {
+		statuses[i] = r.Status
+	}
+	return statuses, nil
 }
 
 // Message is one popped message (the fields the tool needs).

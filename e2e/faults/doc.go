@@ -1,0 +1,40 @@
+// Package faults proves the broker's promises while things break (faults.md): nothing
+// answered queued, buffered or duplicate is ever lost, each partition stays in order
+// (also across a PostgreSQL outage and a spool replay), a duplicate is stored once.
+//
+// # The harness
+//
+//   - PostgreSQL: a cluster of the package's own (adapters/pglocal on a fixed port, fsync
+//     and synchronous commit on), never QUEEN_TEST_PG_URL's server and never shared, since
+//     the faults crash it (SIGQUIT: `pg_ctl stop -m immediate`), restart it on the same
+//     port, and freeze it (SIGSTOP/SIGCONT of its postmaster and that postmaster's
+//     children only). Each scenario gets a database of its own.
+//   - The broker: cmd/server built with -race by TestMain and run as a process, so
+//     SIGKILL and SIGTERM are real; restarts keep its port, database and spool directory.
+//   - The load (load_test.go): faults.md's L1 shape at a rate CI's two cores allow.
+//     Producers own their partitions, so a partition's sequence is well defined; the
+//     payload is {"p", "seq"} and the transaction id "<run>:<partition>:<seq>"; a push
+//     not accepted item for item is retried with the same ids before the partition's next
+//     sequence is pushed. Every answer goes to the ledger (bench/verify.Ledger). Two
+//     consumer groups of two consumers each pop in long polls and log every delivery
+//     (bench/verify.GroupLog) before acking; poison messages always fail their ack and
+//     1 % of batches fail one item once.
+//   - The verdict: the mandatory final drain (producers stopped, spool empty, two empty
+//     long polls in a row per consumer), then bench/verify.CheckLedger (no accepted item
+//     lost, no stored duplicate, strict order of first deliveries, no gap, nothing in
+//     flight) and the database invariants (invariants_test.go: contiguous offsets, one
+//     copy per transaction id, no double dead letter, no lease held, every cursor at its
+//     partition's end), and the spool's backlog and quarantine empty.
+//
+// TestMain prints the table of every scenario that ran (fault, acknowledged, delivered,
+// lost, order violations, stored duplicates, time to recover) and writes it to the file
+// QUEEN_FAULTS_TABLE names. Without QUEEN_FAULTS_FULL only the fast faults run (make
+// test, CI); `make faults` runs the whole matrix.
+//
+// # The import rule
+//
+// Like e2e/, the scenarios speak to the broker over HTTP only (bench/load's client); in
+// addition they may use pgx to read the database for the invariants, and
+// adapters/pglocal to run the cluster they break. The root package's dependency test
+// enforces it.
+package faults

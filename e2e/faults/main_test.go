@@ -1,0 +1,131 @@
+package faults
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/queen-go/queen/bench/verify"
+	"go.uber.org/goleak"
+)
+
+// fullEnv selects the whole matrix (make faults); without it only the fast faults of
+// CI run and the others skip.
+const fullEnv = "QUEEN_FAULTS_FULL"
+
+// tableEnv names a file the results table is also written to (make faults keeps it for
+// docs/reliability.md).
+const tableEnv = "QUEEN_FAULTS_TABLE"
+
+// pg is the package's own cluster (see cluster).
+var pg *cluster
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "queen-faults-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	if brokerBin, err = buildBroker(dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if pg, err = startCluster(filepath.Join(dir, "pg")); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	code := m.Run()
+	if err := pg.stop(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		code = 1
+	}
+	printResults()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "faults: goroutines left behind:", err)
+			code = 1
+		}
+	}
+	return code
+}
+
+// full skips the test unless the whole matrix was asked for.
+func full(t *testing.T) {
+	t.Helper()
+	if os.Getenv(fullEnv) == "" {
+		t.Skipf("not a fast fault: make faults (%s=1) runs it", fullEnv)
+	}
+}
+
+// result is one row of the fault table.
+type result struct {
+	Fault        string
+	Acknowledged int64 // accepted push results (the ledger)
+	Delivered    int64 // first deliveries over every group
+	Lost         int64
+	Violations   int64
+	StoredDups   int64
+	Recovery     time.Duration // from the end of the fault to traffic flowing again (0: not measured)
+	Pass         bool
+}
+
+var (
+	resultsMu sync.Mutex
+	results   []result
+)
+
+// record adds a scenario's row from its verifier report.
+func record(fault string, rep verify.FaultReport, recovery time.Duration, pass bool) {
+	r := result{Fault: fault, Recovery: recovery, Pass: pass && rep.Pass}
+	for i, g := range rep.Groups {
+		if i == 0 {
+			r.Acknowledged = g.Acknowledged
+		}
+		r.Delivered += g.Unique
+		r.Lost += g.Lost
+		r.Violations += g.Violations
+		r.StoredDups += g.StoredDuplicates
+	}
+	resultsMu.Lock()
+	results = append(results, r)
+	resultsMu.Unlock()
+}
+
+// printResults prints the fault table (and writes it to QUEEN_FAULTS_TABLE's file).
+func printResults() {
+	resultsMu.Lock()
+	defer resultsMu.Unlock()
+	if len(results) == 0 {
+		return
+	}
+	var b strings.Builder
+	b.WriteString("| fault | acknowledged | delivered (first, all groups) | lost | order violations | stored duplicates | time to recover | verdict |\n")
+	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---|\n")
+	for _, r := range results {
+		rec := "-"
+		if r.Recovery > 0 {
+			rec = r.Recovery.Round(10 * time.Millisecond).String()
+		}
+		verdict := "PASS"
+		if !r.Pass {
+			verdict = "FAIL"
+		}
+		fmt.Fprintf(&b, "| %s | %d | %d | %d | %d | %d | %s | %s |\n", r.Fault, r.Acknowledged, r.Delivered, r.Lost,
+			r.Violations, r.StoredDups, rec, verdict)
+	}
+	fmt.Print("\n" + b.String())
+	if path := os.Getenv(tableEnv); path != "" {
+		if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+		}
+	}
+}

@@ -1,0 +1,170 @@
+package faults
+
+import (
+	"net/http"
+	"slices"
+	"testing"
+	"time"
+)
+
+// scenario is one fault run under load: a broker on a fresh database, the load, the
+// fault, the mandatory drain, then the verifier and the database invariants.
+type scenario struct {
+	name   string
+	cfg    loadConfig
+	env    map[string]string // broker configuration on top of startBroker's
+	warm   time.Duration     // load before the fault
+	after  time.Duration     // load after the fault
+	inject func(t *testing.T, f *faultRun) time.Duration
+}
+
+// faultRun is what an injector works with.
+type faultRun struct {
+	db     string
+	broker *brokerProc
+	load   *loadRun
+}
+
+// runScenario runs s and records its row; the test fails on any broken promise.
+func runScenario(t *testing.T, s scenario) {
+	db := pg.newDatabase(t)
+	b := startBroker(t, db, s.env)
+	r := startLoad(t, b.URL, s.cfg)
+	time.Sleep(s.warm) // load runs: the fault hits a broker under traffic
+	recovery := time.Duration(0)
+	if s.inject != nil {
+		recovery = s.inject(t, &faultRun{db: db, broker: b, load: r})
+	}
+	time.Sleep(s.after)
+	took := r.drain(b, 3*time.Minute)
+	rep := r.verify()
+	pass := !t.Failed()
+	if backlog := b.spoolBacklog(); len(backlog) > 0 {
+		t.Errorf("spool not empty after the drain: %v", backlog)
+		pass = false
+	}
+	if q := b.quarantined(); len(q) > 0 {
+		t.Errorf("spool quarantine not empty: %v", q)
+		pass = false
+	}
+	record(s.name, rep, recovery, pass)
+	t.Logf("%s: drain %v, push errors %d\n%s", s.name, took.Round(time.Millisecond), r.pushErrors.Load(), rep)
+	if !rep.Pass {
+		t.Errorf("verifier FAIL:\n%s", rep)
+	}
+	if rep.Groups[0].Acknowledged == 0 {
+		t.Errorf("no push was accepted: the scenario measured nothing")
+	}
+	checkInvariants(t, db, s.cfg.Queue, s.cfg.Groups)
+}
+
+// ciRate is the fault load's rate in CI: the race-built broker, PostgreSQL and the load
+// share two cores.
+const ciRate = 400
+
+// TestFaultNone is the control: the load without a fault must pass the verifier and the
+// invariants, or no fault row means anything.
+func TestFaultNone(t *testing.T) {
+	runScenario(t, scenario{name: "none (control)", cfg: l1("f0", ciRate), warm: 8 * time.Second})
+}
+
+// TestFaultF1BrokerKill: kill -9 of the broker mid-push, three times, restarted at once.
+// Clients see resets and retry with the same transaction ids; nothing acknowledged is
+// lost and nothing is stored twice.
+func TestFaultF1BrokerKill(t *testing.T) {
+	runScenario(t, scenario{name: "F1 broker kill -9 x3", cfg: l1("f1", ciRate), warm: 5 * time.Second,
+		after: 3 * time.Second, inject: func(t *testing.T, f *faultRun) time.Duration {
+			var worst time.Duration
+			for i := range 3 {
+				if i > 0 {
+					time.Sleep(4 * time.Second)
+				}
+				killed := time.Now()
+				f.broker.kill()
+				f.broker.restart()
+				worst = max(worst, f.load.recoveredAfter(t, killed))
+			}
+			return worst
+		}})
+}
+
+// TestFaultF3PostgresCrash: PostgreSQL stopped with -m immediate for a while. Pushes
+// turn to buffered within the statement timeout + 1 s, fast; pops answer 503 with
+// Retry-After; after the restart the spool drains in order.
+func TestFaultF3PostgresCrash(t *testing.T) {
+	const outage = 10 * time.Second
+	runScenario(t, scenario{name: "F3 PostgreSQL crash (immediate) 10 s", cfg: l1("f3", ciRate),
+		warm: 5 * time.Second, after: 2 * time.Second, inject: func(t *testing.T, f *faultRun) time.Duration {
+			crashed := time.Now()
+			pg.crash(t)
+			time.Sleep(outage / 2)
+			checkPopUnavailable(t, f.broker)
+			time.Sleep(outage / 2)
+			restarted := time.Now()
+			pg.restart(t)
+			// Pushes during the outage: buffered within statement timeout (2 s) + 1 s.
+			settled := crashed.Add(3 * time.Second)
+			during := f.load.pushSamples(settled, restarted)
+			if len(during) == 0 {
+				t.Errorf("no push began between %v after the crash and the restart", settled.Sub(crashed))
+			}
+			var lat []time.Duration
+			for _, s := range during {
+				if !s.Buffered {
+					t.Errorf("a push %v after the crash was not answered buffered (ok %v, took %v)", s.At.Sub(crashed), s.OK, s.Took)
+					break
+				}
+				lat = append(lat, s.Took)
+			}
+			if p99 := percentile(lat, 0.99); p99 > 50*time.Millisecond {
+				t.Errorf("buffered pushes during the outage: p99 %v, want < 50ms (%d pushes)", p99, len(lat))
+			} else {
+				t.Logf("buffered pushes during the outage: %d, p99 %v", len(lat), p99)
+			}
+			return f.load.recoveredAfter(t, restarted)
+		}})
+}
+
+// checkPopUnavailable: while PostgreSQL is down a pop answers 503 with Retry-After, not
+// a 500.
+func checkPopUnavailable(t *testing.T, b *brokerProc) {
+	t.Helper()
+	client := &http.Client{Timeout: 10 * time.Second}
+	defer client.CloseIdleConnections()
+	resp, err := client.Get(b.URL + "/api/v1/pop/queue/f3?batch=1&consumerGroup=probe")
+	if err != nil {
+		t.Errorf("pop during the outage: %v", err)
+		return
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
+		t.Errorf("pop during the outage: %d, Retry-After %q; want 503 with Retry-After", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+}
+
+// recoveredAfter waits (bounded) for the first accepted push that began after since and
+// returns how long after since it was answered.
+func (r *loadRun) recoveredAfter(t *testing.T, since time.Time) time.Duration {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		for _, s := range r.pushSamples(since, time.Now().Add(time.Hour)) {
+			if s.OK {
+				return s.At.Add(s.Took).Sub(since)
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Errorf("no push accepted within a minute after %v", since.Format(time.TimeOnly))
+	return time.Minute
+}
+
+// percentile returns the p-quantile of ds (0 when empty).
+func percentile(ds []time.Duration, p float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[min(len(s)-1, int(p*float64(len(s))))]
+}
