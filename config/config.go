@@ -29,6 +29,7 @@ type Config struct {
 	Port             int           `env:"PORT" envDefault:"6632" min:"0" max:"65535" section:"Server" help:"HTTP port the server listens on; 0 picks a free port (the start-up log line names it)."`
 	BindAddr         string        `env:"QUEEN_BIND_ADDR" envDefault:"0.0.0.0" section:"Server" help:"Host name or IP address the HTTP server binds to."`
 	MaxBodyBytes     int64         `env:"QUEEN_MAX_BODY_BYTES" envDefault:"67108864" min:"1" section:"Server" help:"Largest accepted HTTP request body, in bytes."`
+	MaxPushItems     int           `env:"QUEEN_MAX_PUSH_ITEMS" envDefault:"10000" min:"1" section:"Server" help:"Most items one push request may carry; a push of more is answered 413."`
 	ServerID         string        `env:"QUEEN_SERVER_ID" envDefault:"queen" defaultFrom:"HOSTNAME" section:"Server" help:"Identifier of this server instance, used in logs and status output."`
 	ShutdownTimeout  time.Duration `env:"QUEEN_SHUTDOWN_TIMEOUT_MS" envDefault:"30000" min:"0" section:"Server" help:"How long SIGTERM waits for in-flight requests to finish before the server exits; 0 does not wait."`
 	EncryptionKey    string        `env:"QUEEN_ENCRYPTION_KEY" envDefault:"" check:"aes256key" section:"Server" help:"AES-256 key of payload encryption: payloads of queues with encryptionEnabled are sealed with it. Without it, pushes to such queues are refused (never stored in plaintext) and their stored payloads read as null. An invalid key is a start-up error."`

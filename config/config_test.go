@@ -19,6 +19,7 @@ func defaults() Config {
 		Port:               6632,
 		BindAddr:           "0.0.0.0",
 		MaxBodyBytes:       67108864,
+		MaxPushItems:       10000,
 		ServerID:           "queen",
 		ShutdownTimeout:    30 * time.Second,
 		CacheRefresh:       60 * time.Second,

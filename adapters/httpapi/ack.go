@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gorilla/mux"
 
@@ -117,6 +118,11 @@ func (a *api) decodeBody(r *http.Request, v any) error {
 	b, err := readBody(r, a.opts.MaxBodyBytes)
 	if err != nil {
 		return err
+	}
+	// encoding/json would replace invalid bytes in strings with U+FFFD: a name would be
+	// taken as another name (faults.md §6.5 #10).
+	if !utf8.Valid(b) {
+		return badRequestf("bad body: invalid JSON: not valid UTF-8")
 	}
 	if err := json.Unmarshal(b, v); err != nil {
 		return badRequestf("bad body: %v", err)

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"runtime"
+	"strings"
 	"time"
 
 	"github.com/gorilla/mux"
@@ -24,6 +25,7 @@ import (
 // Options configures the handler; zero values take the defaults in brackets.
 type Options struct {
 	MaxBodyBytes int64  // [64 MiB] QUEEN_MAX_BODY_BYTES
+	MaxPushItems int    // [10,000] QUEEN_MAX_PUSH_ITEMS: items of one push
 	Tenant       string // [ports.DefaultTenant]
 	Version      string // reported by /health
 	Logger       *slog.Logger
@@ -82,6 +84,9 @@ func newAPI(svc Services, opts Options) *api {
 	if opts.MaxBodyBytes <= 0 {
 		opts.MaxBodyBytes = 64 << 20
 	}
+	if opts.MaxPushItems <= 0 {
+		opts.MaxPushItems = 10000
+	}
 	if opts.Tenant == "" {
 		opts.Tenant = ports.DefaultTenant
 	}
@@ -132,9 +137,35 @@ func (a *api) routes() *mux.Router {
 		writeJSON(w, http.StatusNotFound, map[string]string{"error": "Not Found", "code": "no_such_route"})
 	})
 	r.MethodNotAllowedHandler = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		setAllow(w, r, req)
 		writeJSON(w, http.StatusMethodNotAllowed, map[string]string{"error": "method " + req.Method + " not allowed on " + req.URL.Path})
 	})
 	return r
+}
+
+// routeMethods are the methods the routes are registered with.
+var routeMethods = []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+	http.MethodDelete, http.MethodOptions}
+
+// setAllow sets the Allow header a 405 must carry (RFC 9110 §15.5.6): the methods router
+// would route req's path with. A header already set (by a router mounted under this one,
+// which knows its own routes) is kept.
+func setAllow(w http.ResponseWriter, router *mux.Router, req *http.Request) {
+	if w.Header().Get("Allow") != "" {
+		return
+	}
+	var allow []string
+	for _, m := range routeMethods {
+		probe := req.Clone(req.Context())
+		probe.Method = m
+		var match mux.RouteMatch
+		if router.Match(probe, &match) && match.MatchErr == nil {
+			allow = append(allow, m)
+		}
+	}
+	if len(allow) > 0 {
+		w.Header().Set("Allow", strings.Join(allow, ", "))
+	}
 }
 
 func (a *api) handleHealth(w http.ResponseWriter, r *http.Request) {

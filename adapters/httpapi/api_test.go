@@ -36,6 +36,10 @@ func TestHealth(t *testing.T) {
 			if rec.Code != tt.code {
 				t.Fatalf("status %d, want %d", rec.Code, tt.code)
 			}
+			// A 503 tells the client when to retry; a 200 has nothing to say.
+			if got, want := rec.Header().Get("Retry-After"), map[bool]string{true: "1"}[tt.code == http.StatusServiceUnavailable]; got != want {
+				t.Fatalf("Retry-After %q, want %q", got, want)
+			}
 			var body map[string]string
 			if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil {
 				t.Fatal(err)
@@ -53,10 +57,12 @@ func TestUnknownRoutesAndMethods(t *testing.T) {
 	tests := []struct {
 		name, method, path string
 		code               int
+		allow              string // the Allow header of a 405 (RFC 9110 §15.5.6)
 	}{
-		{"unknown api route", http.MethodGet, "/api/v1/nope", http.StatusNotFound},
-		{"unknown post", http.MethodPost, "/whatever", http.StatusNotFound},
-		{"wrong method on push", http.MethodGet, "/api/v1/push", http.StatusMethodNotAllowed},
+		{"unknown api route", http.MethodGet, "/api/v1/nope", http.StatusNotFound, ""},
+		{"unknown post", http.MethodPost, "/whatever", http.StatusNotFound, ""},
+		{"wrong method on push", http.MethodGet, "/api/v1/push", http.StatusMethodNotAllowed, "POST"},
+		{"wrong method on health", http.MethodPost, "/health", http.StatusMethodNotAllowed, "GET, HEAD"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -66,6 +72,9 @@ func TestUnknownRoutesAndMethods(t *testing.T) {
 			var body map[string]string
 			if rec.Code != tt.code || json.Unmarshal(rec.Body.Bytes(), &body) != nil || body["error"] == "" {
 				t.Fatalf("status %d body %s, want %d with a JSON error", rec.Code, rec.Body, tt.code)
+			}
+			if got := rec.Header().Get("Allow"); got != tt.allow {
+				t.Fatalf("Allow %q, want %q", got, tt.allow)
 			}
 		})
 	}

@@ -32,11 +32,19 @@ func (e *tooLarge) Error() string {
 	return fmt.Sprintf("request body exceeds the %d-byte limit (QUEEN_MAX_BODY_BYTES)", e.limit)
 }
 
+// tooManyItems is a push of more items than the configured limit (faults.md §6.5 #8).
+type tooManyItems struct{ n, limit int }
+
+func (e *tooManyItems) Error() string {
+	return fmt.Sprintf("a push of %d items exceeds the %d-item limit (QUEEN_MAX_PUSH_ITEMS)", e.n, e.limit)
+}
+
 // statusOf is the one table from errors to HTTP status codes.
 func statusOf(err error) int {
 	var (
 		br *badRequest
 		tl *tooLarge
+		tm *tooManyItems
 		ie *push.InputError
 		qe *queues.InputError
 		ce *consume.InputError
@@ -59,7 +67,7 @@ func statusOf(err error) int {
 		return http.StatusServiceUnavailable // the queue's flag could not be read: retry later
 	case errors.Is(err, encryption.ErrNoKey), errors.Is(err, encryption.ErrSeal):
 		return http.StatusInternalServerError // an encrypted queue this broker cannot seal for: its configuration
-	case errors.As(err, &tl):
+	case errors.As(err, &tl), errors.As(err, &tm):
 		return http.StatusRequestEntityTooLarge
 	case errors.Is(err, ports.ErrUnavailable), errors.Is(err, ports.ErrTimeout), errors.Is(err, ports.ErrConflict):
 		return http.StatusServiceUnavailable
@@ -87,6 +95,12 @@ func writeError(w http.ResponseWriter, log *slog.Logger, err error) {
 		body["error"] = http.StatusText(code)
 	case code == http.StatusUnauthorized:
 		w.Header().Set("WWW-Authenticate", "Bearer") // RFC 6750 §3
+	case code == http.StatusRequestEntityTooLarge:
+		// What the client has not sent is not waited for: without this, net/http reads
+		// up to 256 KiB more of an unfinished (chunked) body before it sends the answer,
+		// and a client that stops sending never gets it (faults.md §6.5 #7). It is what
+		// http.MaxBytesReader does when given the ResponseWriter.
+		w.Header().Set("Connection", "close")
 	}
 	writeJSON(w, code, body)
 }

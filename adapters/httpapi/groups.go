@@ -37,6 +37,7 @@ func (a *api) groupsRoutes(r *mux.Router) {
 		groupFallback(r.NotFoundHandler, http.NotFoundHandler()).ServeHTTP(w, req)
 	})
 	g.MethodNotAllowedHandler = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		setAllow(w, g, req) // the parent router would see the prefix take every method
 		groupFallback(r.MethodNotAllowedHandler, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 			http.Error(w, http.StatusText(http.StatusMethodNotAllowed), http.StatusMethodNotAllowed)
 		})).ServeHTTP(w, req)

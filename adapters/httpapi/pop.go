@@ -18,8 +18,24 @@ import (
 const timeFormat = "2006-01-02T15:04:05.000000Z"
 
 func (a *api) consumeRoutes(r *mux.Router) {
-	r.HandleFunc("/api/v1/pop/queue/{queue}/partition/{partition}", a.handlePop).Methods(http.MethodGet)
-	r.HandleFunc("/api/v1/pop/queue/{queue}", a.handlePop).Methods(http.MethodGet)
+	// Queue and partition names may contain '/', sent as %2F (design.md §9: a name is any
+	// valid UTF-8 without control characters). As the consumer-group routes do
+	// (groups.go), the pop routes match the path as sent, in a router of their own, so
+	// each name is exactly one path segment: "a%2Fpartition%2Fb" is a queue, not queue
+	// a's partition b, and "a%2Fb" is not an unknown route. handlePop unescapes them.
+	p := mux.NewRouter().UseEncodedPath().SkipClean(true)
+	p.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		groupFallback(r.NotFoundHandler, http.NotFoundHandler()).ServeHTTP(w, req)
+	})
+	p.MethodNotAllowedHandler = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		setAllow(w, p, req)
+		groupFallback(r.MethodNotAllowedHandler, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			http.Error(w, http.StatusText(http.StatusMethodNotAllowed), http.StatusMethodNotAllowed)
+		})).ServeHTTP(w, req)
+	})
+	p.HandleFunc("/api/v1/pop/queue/{queue}/partition/{partition}", a.handlePop).Methods(http.MethodGet)
+	p.HandleFunc("/api/v1/pop/queue/{queue}", a.handlePop).Methods(http.MethodGet)
+	r.PathPrefix("/api/v1/pop/queue/").Handler(p)
 	r.HandleFunc("/api/v1/pop", a.handlePop).Methods(http.MethodGet)
 	r.HandleFunc("/api/v1/ack", a.handleAck).Methods(http.MethodPost)
 	r.HandleFunc("/api/v1/ack/batch", a.handleAckBatch).Methods(http.MethodPost)
@@ -28,8 +44,12 @@ func (a *api) consumeRoutes(r *mux.Router) {
 }
 
 func (a *api) handlePop(w http.ResponseWriter, r *http.Request) {
-	vars := mux.Vars(r)
-	q, err := parsePop(r.URL.Query(), vars["queue"], vars["partition"])
+	vars, err := groupVars(r, "queue", "partition") // as sent (escaped), or absent on /api/v1/pop
+	if err != nil {
+		writeError(w, a.opts.Logger, err)
+		return
+	}
+	q, err := parsePop(r.URL.Query(), vars[0], vars[1])
 	if err != nil {
 		writeError(w, a.opts.Logger, err)
 		return

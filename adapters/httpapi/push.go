@@ -5,8 +5,10 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"unicode/utf8"
 
@@ -32,7 +34,8 @@ func stringField(raw json.RawMessage, item int, field string) (s string, ok bool
 		return "", false, nil
 	}
 	if raw[0] != '"' {
-		return "", false, badRequestf("bad body: item %d: %s must be a string", item, field)
+		// Queen's text ("Queue must be a string"), then where: faults.md §6.5 #6.
+		return "", false, badRequestf("bad body: %s must be a string (item %d, field `%s`)", queenField(field), item, field)
 	}
 	if !utf8.Valid(raw) {
 		return "", false, badRequestf("bad body: item %d: %s is not valid UTF-8", item, field)
@@ -41,6 +44,11 @@ func stringField(raw json.RawMessage, item int, field string) (s string, ok bool
 		return "", false, badRequestf("bad body: item %d: %s: %v", item, field, err)
 	}
 	return s, true, nil
+}
+
+// queenField is a field name as Queen's error texts spell it: capitalised.
+func queenField(field string) string {
+	return strings.ToUpper(field[:1]) + field[1:]
 }
 
 // readBody reads at most limit bytes of the body.
@@ -116,10 +124,10 @@ func parsePush(body []byte) ([]push.Item, error) {
 func parseItems(body []byte) ([]push.Item, error) {
 	var pb pushBody
 	if err := json.Unmarshal(body, &pb); err != nil {
-		return nil, badRequestf("bad body: %v", err)
+		return nil, pushBodyError(err)
 	}
 	if pb.Items == nil {
-		return nil, badRequestf("bad body: missing field `items` (an array of {queue, partition?, payload, transactionId?})")
+		return nil, badRequestf("bad body: %s (`items` is missing or null)", itemsRequired)
 	}
 	items := make([]push.Item, len(*pb.Items))
 	for i, it := range *pb.Items {
@@ -128,6 +136,28 @@ func parseItems(body []byte) ([]push.Item, error) {
 		}
 	}
 	return items, nil
+}
+
+// itemsRequired is Queen's text for a push body without an items array (faults.md §6.5
+// #3); "bad body: " before it is the Rust broker's prefix of data-route parse failures
+// (api.md §1).
+const itemsRequired = "items array is required"
+
+// pushBodyError words a push body encoding/json refused: a syntax error is invalid JSON
+// (faults.md §6.5 #1); a body that is JSON but not an object, or whose items are not an
+// array, lacks the items array (#2, #3); an item that is not an object is named as such.
+func pushBodyError(err error) error {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		if te.Type == reflect.TypeFor[pushItem]() {
+			return badRequestf("bad body: items must be objects (%s: got %s)", te.Field, te.Value)
+		}
+		if te.Field == "" {
+			return badRequestf("bad body: %s (the body must be a JSON object, got %s)", itemsRequired, te.Value)
+		}
+		return badRequestf("bad body: %s (%s: got %s)", itemsRequired, te.Field, te.Value)
+	}
+	return badRequestf("bad body: invalid JSON: %v", err)
 }
 
 func (a *api) handlePush(w http.ResponseWriter, r *http.Request) {
@@ -143,6 +173,10 @@ func (a *api) handlePush(w http.ResponseWriter, r *http.Request) {
 	}
 	if len(items) == 0 {
 		writeRaw(w, http.StatusCreated, []byte("[]"))
+		return
+	}
+	if len(items) > a.opts.MaxPushItems {
+		writeError(w, a.opts.Logger, &tooManyItems{n: len(items), limit: a.opts.MaxPushItems})
 		return
 	}
 	results := a.Push.Push(r.Context(), a.opts.Tenant, producerSub(r), items)
@@ -248,6 +282,15 @@ func writeRaw(w http.ResponseWriter, code int, b []byte) {
 	h := w.Header()
 	h["Content-Type"] = jsonContentType // canonical key: what Set would store, without its allocation
 	h["Content-Length"] = []string{strconv.Itoa(len(b))}
+	if code == http.StatusServiceUnavailable && h.Get("Retry-After") == "" {
+		// Every 503 is a "retry later" (the database away, a key set unreachable, a
+		// spooled partition): say when, in seconds (RFC 9110 §10.2.3). One second is
+		// about how long the pool takes to find a database that came back.
+		h["Retry-After"] = retryAfter
+	}
 	w.WriteHeader(code)
 	_, _ = w.Write(b)
 }
+
+// retryAfter is the Retry-After of a 503, seconds.
+var retryAfter = []string{"1"}

@@ -97,3 +97,43 @@ func TestAppendUUID(t *testing.T) {
 		}
 	}
 }
+
+// TestPushLimits: a body over MaxBodyBytes, announced or not, and a push of more items
+// than MaxPushItems are 413s that name the limit and close the connection, so that
+// net/http does not wait for the rest of a body the client may never finish.
+func TestPushLimits(t *testing.T) {
+	t.Parallel()
+	h := New(Services{Push: queuedPusher{}, DB: pinger{}},
+		Options{MaxBodyBytes: 120, MaxPushItems: 2, Logger: slog.New(slog.DiscardHandler)})
+	items := func(n int) string {
+		it := make([]string, n)
+		for i := range it {
+			it[i] = `{"queue":"q","payload":1}`
+		}
+		return `{"items":[` + strings.Join(it, ",") + `]}`
+	}
+	tests := []struct {
+		name string
+		body io.Reader
+		want string
+	}{
+		{"body over the limit", strings.NewReader(items(5)), "120-byte limit (QUEEN_MAX_BODY_BYTES)"},
+		{"chunked body over the limit", io.MultiReader(strings.NewReader(items(5))), "120-byte limit (QUEEN_MAX_BODY_BYTES)"},
+		{"too many items", strings.NewReader(items(3)), "3 items exceeds the 2-item limit (QUEEN_MAX_PUSH_ITEMS)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/api/v1/push", tt.body))
+			var e struct{ Error string }
+			if rec.Code != http.StatusRequestEntityTooLarge || json.Unmarshal(rec.Body.Bytes(), &e) != nil ||
+				!strings.Contains(e.Error, tt.want) {
+				t.Fatalf("%d %s, want 413 naming %q", rec.Code, rec.Body, tt.want)
+			}
+			if got := rec.Header().Get("Connection"); got != "close" {
+				t.Fatalf("Connection %q, want close", got)
+			}
+		})
+	}
+}

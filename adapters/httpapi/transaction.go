@@ -85,6 +85,12 @@ func (a *api) handleTransaction(w http.ResponseWriter, r *http.Request) {
 		fail(http.StatusBadRequest, "transaction requires an operations array", "bad_request")
 		return
 	}
+	if len(*body.Operations) == 0 {
+		// Queen's text (faults.md §6.5 #25): an empty transaction is a client mistake,
+		// not a commit of nothing.
+		fail(http.StatusBadRequest, "operations array cannot be empty", "bad_request")
+		return
+	}
 	ops, err := txnOps(*body.Operations)
 	if err != nil {
 		fail(http.StatusBadRequest, err.Error(), "bad_request")

@@ -24,6 +24,12 @@ func inputErrorf(format string, args ...any) *InputError {
 // ErrDiscoveryRequired refuses a pop that names neither a queue nor a namespace or task.
 var ErrDiscoveryRequired = errors.New("namespace or task is required")
 
+// MaxBatch caps a pop's batch: a larger one is served as MaxBatch (faults.md §6.5 #18,
+// the clamp). A pop may always deliver fewer messages than its batch, so the clamp
+// keeps Queen's wire contract (design.md §9) where a 400 would not, and it bounds what
+// one pop decodes and holds in memory.
+const MaxBatch = 10000
+
 // TimeoutDefault in PopQuery.Timeout asks for the broker's default long-poll deadline.
 const TimeoutDefault time.Duration = -1
 
@@ -53,7 +59,7 @@ type PopQuery struct {
 // them (the hot-list will fill them here).
 func (s *Service) Request(q PopQuery) (ports.PopRequest, time.Duration, error) {
 	req := ports.PopRequest{Tenant: q.Tenant, Queue: q.Queue, Partition: q.Partition, Group: ports.QueueModeGroup,
-		Batch: max(q.Batch, 1), Partitions: max(q.Partitions, 1), LeaseSeconds: q.LeaseSeconds, AutoAck: q.AutoAck}
+		Batch: min(max(q.Batch, 1), MaxBatch), Partitions: max(q.Partitions, 1), LeaseSeconds: q.LeaseSeconds, AutoAck: q.AutoAck}
 	if req.Tenant == "" {
 		req.Tenant = ports.DefaultTenant
 	}

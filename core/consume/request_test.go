@@ -88,3 +88,16 @@ func TestRequestPinnedPopClaimsOnePartitionAndAutoAckHasNoLease(t *testing.T) {
 		t.Fatalf("%+v, %v", req, err)
 	}
 }
+
+// TestRequestClampsTheBatch: a batch above MaxBatch is served as MaxBatch, not refused.
+func TestRequestClampsTheBatch(t *testing.T) {
+	t.Parallel()
+	codec, _ := segment.NewCodec(1)
+	s := New(&fakeStore{}, codec, Options{})
+	for batch, want := range map[int]int{0: 1, 1: 1, MaxBatch: MaxBatch, MaxBatch + 1: MaxBatch, 99999999: MaxBatch} {
+		req, _, err := s.Request(PopQuery{Queue: "q", Batch: batch})
+		if err != nil || req.Batch != want {
+			t.Fatalf("batch %d: request batch %d (%v), want %d", batch, req.Batch, err, want)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package names
 import (
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestCheck(t *testing.T) {
@@ -56,4 +57,34 @@ func TestCheckTransactionID(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzCheck holds the name rule of design.md §9 (faults.md §6.5 #30): Check never
+// panics, and it accepts exactly the names that are valid UTF-8, 1 to 255 bytes long and
+// free of control characters (C0, DEL and C1), judged here rune by rune without Check's
+// code.
+func FuzzCheck(f *testing.F) {
+	for _, s := range []string{
+		"orders", "", "a", strings.Repeat("q", 255), strings.Repeat("q", 256), strings.Repeat("é", 127) + "x",
+		strings.Repeat("é", 128), ".", "..", "a/b", "../../etc/x", "..%2f..%2f", "%00", "a\x00b", "a\nb", "a\tb",
+		"a\x7fb", "a\u0085b", "a\u009fb", "a\u00a0b", "bad\xff", "p\xc3", "t\xed\xa0\x80", "\xef\xbf\xbd",
+		"заказы", "注文", "🚀📦", "e\u0301", "\u00e9", "orders'); DROP TABLE queen.queues;--", "%", "_", "\u2028",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		err := Check(s)
+		valid := len(s) >= 1 && len(s) <= MaxBytes && utf8.ValidString(s)
+		for _, r := range s {
+			if r < 0x20 || r == 0x7f || (r >= 0x80 && r <= 0x9f) {
+				valid = false
+			}
+		}
+		if (err == nil) != valid {
+			t.Fatalf("Check(%q) = %v, want valid=%v", s, err, valid)
+		}
+		if err != nil && err.Error() == "" {
+			t.Fatalf("Check(%q) refused it without saying why", s)
+		}
+	})
 }

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"sync"
 	"sync/atomic"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 
@@ -81,6 +82,12 @@ func Validate(items []Item) error {
 		}
 		if err := names.CheckTransactionID(it.TransactionID); err != nil {
 			return &InputError{Index: i, Field: "transactionId", Msg: err.Error()}
+		}
+		// JSON is UTF-8 (RFC 8259 §8.1), but encoding/json's scanner lets any byte
+		// through inside a string: a payload with invalid bytes would be stored as is
+		// and delivered as JSON no client decodes alike (faults.md §6.5 #10).
+		if !utf8.Valid(it.Payload) {
+			return &InputError{Index: i, Field: "payload", Msg: "is not valid UTF-8"}
 		}
 	}
 	return nil

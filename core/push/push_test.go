@@ -147,6 +147,8 @@ func TestValidate(t *testing.T) {
 		{"control in partition", []Item{{Queue: "q", Partition: "a\x01"}}, "partition"},
 		{"long partition", []Item{{Queue: "q", Partition: strings.Repeat("p", 256)}}, "partition"},
 		{"long transaction id", []Item{{Queue: "q"}, {Queue: "q", TransactionID: strings.Repeat("t", 65536)}}, "transactionId"},
+		{"payload not UTF-8", []Item{{Queue: "q", Payload: []byte("\"a\xffb\"")}}, "payload"},
+		{"payload with NUL escape", []Item{{Queue: "q", Payload: []byte(`"a\u0000b"`)}}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
