@@ -8,7 +8,7 @@ STATICCHECK := $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 QUEEN_BENCH_SECONDS ?= 10
 export QUEEN_BENCH_SECONDS
 
-.PHONY: all build lambda run test check wire-check bench bench-consume bench-ack bench-restart bench-pipeline bench-pinned bench-allocator bench-hotlist bench-admin bench-retention generate vet clean
+.PHONY: all build lambda run test check wire-check bench bench-consume bench-ack bench-restart bench-pipeline bench-pinned bench-allocator bench-hotlist bench-admin bench-retention faults generate vet clean
 
 all: build
 
@@ -99,6 +99,12 @@ bench-admin:
 # messages, against the same without it (docs/benchmarks.md).
 bench-retention:
 	$(GO) test -run '^$$' -bench 'RetentionCost' -benchtime 1x -timeout 30m ./bench/broker
+
+# The fault matrix (e2e/faults, faults.md): every scenario, not only the fast ones make
+# test runs; prints the table (fault, acknowledged, delivered, lost, order violations,
+# stored duplicates, time to recover) and keeps it in faults-table.md.
+faults:
+	QUEEN_FAULTS_FULL=1 QUEEN_FAULTS_TABLE=$(CURDIR)/faults-table.md $(GO) test -count=1 -v -timeout 60m ./e2e/faults
 
 # Regenerate wire_gen.go from wire.go (commit the result).
 generate:

@@ -61,6 +61,21 @@ func (l *Ledger) Accepted() int64 {
 	return n
 }
 
+// Count returns how many items hold status.
+func (l *Ledger) Count(status string) int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var n int64
+	for _, p := range l.items {
+		for _, st := range p {
+			if st == status {
+				n++
+			}
+		}
+	}
+	return n
+}
+
 // Status returns the recorded status of one item ("" when never pushed).
 func (l *Ledger) Status(partition string, seq int64) string {
 	l.mu.Lock()

@@ -228,6 +228,21 @@ func (b *brokerProc) metric(ctx context.Context, name string) (float64, error) {
 	return 0, fmt.Errorf("metric %s not exported", name)
 }
 
+// waitSpoolEmpty polls until the spool has nothing pending (queen_file_buffer_pending 0
+// and no finalised file left) and returns when; the test fails after limit.
+func (b *brokerProc) waitSpoolEmpty(t testing.TB, limit time.Duration) time.Time {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for time.Now().Before(deadline) {
+		if n, err := b.metric(context.Background(), "queen_file_buffer_pending"); err == nil && n == 0 && len(b.spoolBacklog()) == 0 {
+			return time.Now()
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Errorf("the spool still holds records %v after the restart", limit)
+	return time.Now()
+}
+
 // spoolBacklog lists the spool's files still waiting for replay: finalised files (.buf)
 // and their positions; the quarantine (failed/) and the owner lock apart.
 func (b *brokerProc) spoolBacklog() []string {

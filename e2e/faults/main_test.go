@@ -13,8 +13,8 @@ import (
 	"go.uber.org/goleak"
 )
 
-// fullEnv selects the whole matrix (make faults); without it only the fast faults of
-// CI run and the others skip.
+// fullEnv selects the whole matrix at faults.md's sizes (make faults); without it the
+// scenarios run smaller and shorter, to fit CI.
 const fullEnv = "QUEEN_FAULTS_FULL"
 
 // tableEnv names a file the results table is also written to (make faults keeps it for
@@ -58,12 +58,13 @@ func run(m *testing.M) int {
 	return code
 }
 
-// full skips the test unless the whole matrix was asked for.
-func full(t *testing.T) {
-	t.Helper()
-	if os.Getenv(fullEnv) == "" {
-		t.Skipf("not a fast fault: make faults (%s=1) runs it", fullEnv)
+// sized picks a scenario's figure: ci in make test, plan (faults.md's own size) when the
+// whole matrix runs.
+func sized[T any](ci, plan T) T {
+	if os.Getenv(fullEnv) != "" {
+		return plan
 	}
+	return ci
 }
 
 // result is one row of the fault table.
@@ -97,6 +98,14 @@ func record(fault string, rep verify.FaultReport, recovery time.Duration, pass b
 	}
 	resultsMu.Lock()
 	results = append(results, r)
+	resultsMu.Unlock()
+}
+
+// recordTargeted adds the row of a scenario without the load: its own counts of accepted
+// pushes and of messages delivered.
+func recordTargeted(fault string, acknowledged, delivered int64, recovery time.Duration, pass bool) {
+	resultsMu.Lock()
+	results = append(results, result{Fault: fault, Acknowledged: acknowledged, Delivered: delivered, Recovery: recovery, Pass: pass})
 	resultsMu.Unlock()
 }
 
