@@ -17,6 +17,15 @@
 //   - Latency is measured from the scheduled instant (Pace), not from the send, so a
 //     slow producer shows up as latency instead of lowering the offered rate.
 //
+// The fault load (faultload.go, StartFaultLoad; L1 is faults.md §6.3's shape): producers
+// own their partitions (payload {"p", "seq"}, transaction id "<run>:<partition>:<seq>")
+// and push a partition's next sequence only once the previous ones are accepted, retrying
+// with the same ids; every answer goes to a bench/verify.Ledger. Consumer groups pop in
+// long polls, log every delivery in a bench/verify.GroupLog before they ack, always fail
+// poison messages and fail one item of a share of batches once. Drain is the mandatory
+// final drain; Verify applies bench/verify.CheckLedger. The fault scenarios (e2e/faults)
+// and queen-bench soak run it.
+//
 // The pipeline (pipeline.go, pipeline_run.go): two flows, each an ingress queue, a
 // first-stage group that works and re-emits one derived message per event (a batch's
 // derived messages in one push, each entity's contiguous and in order, before the ack),

@@ -234,13 +234,20 @@ func (b *brokerProc) waitSpoolEmpty(t testing.TB, limit time.Duration) time.Time
 	t.Helper()
 	deadline := time.Now().Add(limit)
 	for time.Now().Before(deadline) {
-		if n, err := b.metric(context.Background(), "queen_file_buffer_pending"); err == nil && n == 0 && len(b.spoolBacklog()) == 0 {
+		if b.spoolEmpty() {
 			return time.Now()
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 	t.Errorf("the spool still holds records %v after the restart", limit)
 	return time.Now()
+}
+
+// spoolEmpty reports whether the spool has nothing left to replay: its pending gauge at
+// 0 and no finalised file.
+func (b *brokerProc) spoolEmpty() bool {
+	n, err := b.metric(context.Background(), "queen_file_buffer_pending")
+	return err == nil && n == 0 && len(b.spoolBacklog()) == 0
 }
 
 // spoolBacklog lists the spool's files still waiting for replay: finalised files (.buf)

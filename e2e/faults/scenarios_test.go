@@ -7,13 +7,15 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/queen-go/queen/bench/load"
 )
 
 // scenario is one fault run under load: a broker on a fresh database, the load, the
 // fault, the mandatory drain, then the verifier and the database invariants.
 type scenario struct {
 	name   string
-	cfg    loadConfig
+	cfg    load.FaultConfig
 	env    map[string]string // broker configuration on top of startBroker's
 	warm   time.Duration     // load before the fault
 	after  time.Duration     // load after the fault
@@ -24,22 +26,29 @@ type scenario struct {
 type faultRun struct {
 	db     string
 	broker *brokerProc
-	load   *loadRun
+	load   *load.FaultRun
 }
 
 // runScenario runs s and records its row; the test fails on any broken promise.
 func runScenario(t *testing.T, s scenario) {
 	db := pg.newDatabase(t)
 	b := startBroker(t, db, s.env)
-	r := startLoad(t, b.URL, s.cfg)
+	r, err := load.StartFaultLoad(b.URL, s.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Stop)
 	time.Sleep(s.warm) // load runs: the fault hits a broker under traffic
 	recovery := time.Duration(0)
 	if s.inject != nil {
 		recovery = s.inject(t, &faultRun{db: db, broker: b, load: r})
 	}
 	time.Sleep(s.after)
-	took := r.drain(b, 3*time.Minute)
-	rep := r.verify()
+	took := r.Drain(b.spoolEmpty, 3*time.Minute)
+	rep := r.Verify()
+	for _, err := range r.Errors() {
+		t.Error(err)
+	}
 	pass := !t.Failed()
 	if backlog := b.spoolBacklog(); len(backlog) > 0 {
 		t.Errorf("spool not empty after the drain: %v", backlog)
@@ -50,7 +59,7 @@ func runScenario(t *testing.T, s scenario) {
 		pass = false
 	}
 	record(s.name, rep, recovery, pass)
-	t.Logf("%s: drain %v, push errors %d\n%s", s.name, took.Round(time.Millisecond), r.pushErrors.Load(), rep)
+	t.Logf("%s: drain %v, push errors %d\n%s", s.name, took.Round(time.Millisecond), r.PushErrors(), rep)
 	if !rep.Pass {
 		t.Errorf("verifier FAIL:\n%s", rep)
 	}
@@ -67,14 +76,14 @@ var ciRate = sized(400, 2000)
 // TestFaultNone is the control: the load without a fault must pass the verifier and the
 // invariants, or no fault row means anything.
 func TestFaultNone(t *testing.T) {
-	runScenario(t, scenario{name: "none (control)", cfg: l1("f0", ciRate), warm: sized(8*time.Second, 30*time.Second)})
+	runScenario(t, scenario{name: "none (control)", cfg: load.L1("f0", ciRate), warm: sized(8*time.Second, 30*time.Second)})
 }
 
 // TestFaultF1BrokerKill: kill -9 of the broker mid-push, three times, restarted at once.
 // Clients see resets and retry with the same transaction ids; nothing acknowledged is
 // lost and nothing is stored twice.
 func TestFaultF1BrokerKill(t *testing.T) {
-	runScenario(t, scenario{name: "F1 broker kill -9 x3", cfg: l1("f1", ciRate), warm: sized(5*time.Second, 30*time.Second),
+	runScenario(t, scenario{name: "F1 broker kill -9 x3", cfg: load.L1("f1", ciRate), warm: sized(5*time.Second, 30*time.Second),
 		after: sized(3*time.Second, 30*time.Second), inject: func(t *testing.T, f *faultRun) time.Duration {
 			var worst time.Duration
 			for i := range 3 {
@@ -84,7 +93,7 @@ func TestFaultF1BrokerKill(t *testing.T) {
 				killed := time.Now()
 				f.broker.kill()
 				f.broker.restart()
-				worst = max(worst, f.load.recoveredAfter(t, killed))
+				worst = max(worst, recoveredAfter(t, f.load, killed))
 			}
 			return worst
 		}})
@@ -95,7 +104,7 @@ func TestFaultF1BrokerKill(t *testing.T) {
 // Retry-After; after the restart the spool drains in order.
 func TestFaultF3PostgresCrash(t *testing.T) {
 	outage := sized(10*time.Second, 30*time.Second)
-	runScenario(t, scenario{name: fmt.Sprintf("F3 PostgreSQL crash (immediate) %v", outage), cfg: l1("f3", ciRate),
+	runScenario(t, scenario{name: fmt.Sprintf("F3 PostgreSQL crash (immediate) %v", outage), cfg: load.L1("f3", ciRate),
 		warm: sized(5*time.Second, 30*time.Second), after: sized(2*time.Second, 30*time.Second), inject: func(t *testing.T, f *faultRun) time.Duration {
 			crashed := time.Now()
 			pg.crash(t)
@@ -107,7 +116,7 @@ func TestFaultF3PostgresCrash(t *testing.T) {
 			back := time.Now() // PostgreSQL accepts connections again (crash recovery done)
 			// Pushes during the outage: buffered within statement timeout (2 s) + 1 s.
 			settled := crashed.Add(3 * time.Second)
-			during := f.load.pushSamples(settled, restarted)
+			during := f.load.PushSamples(settled, restarted)
 			if len(during) == 0 {
 				t.Errorf("no push began between %v after the crash and the restart", settled.Sub(crashed))
 			}
@@ -124,10 +133,10 @@ func TestFaultF3PostgresCrash(t *testing.T) {
 			} else {
 				t.Logf("buffered pushes during the outage: %d, p99 %v", len(lat), p99)
 			}
-			recovered := f.load.recoveredAfter(t, restarted)
+			recovered := recoveredAfter(t, f.load, restarted)
 			// The replay: every buffered item back in PostgreSQL, at >= 5,000 msg/s in the
 			// plan's size (CI's outage spools too little to measure a rate).
-			spooled := f.load.ledger.Count("buffered")
+			spooled := f.load.Ledger.Count("buffered")
 			drained := f.broker.waitSpoolEmpty(t, 2*time.Minute)
 			rate := float64(spooled) / drained.Sub(back).Seconds()
 			t.Logf("replay: %d buffered items back in PostgreSQL %v after it accepted connections again (%.0f msg/s; its restart took %v)",
@@ -158,11 +167,11 @@ func checkPopUnavailable(t *testing.T, b *brokerProc) {
 
 // recoveredAfter waits (bounded) for the first accepted push that began after since and
 // returns how long after since it was answered.
-func (r *loadRun) recoveredAfter(t *testing.T, since time.Time) time.Duration {
+func recoveredAfter(t *testing.T, r *load.FaultRun, since time.Time) time.Duration {
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)
 	for time.Now().Before(deadline) {
-		for _, s := range r.pushSamples(since, time.Now().Add(time.Hour)) {
+		for _, s := range r.PushSamples(since, time.Now().Add(time.Hour)) {
 			if s.OK {
 				return s.At.Add(s.Took).Sub(since)
 			}

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/queen-go/queen/bench/load"
 )
 
 // TestFaultF16DuplicateRetries: faults.md F16 (a)-(f), one queue per case.
@@ -269,7 +271,7 @@ func TestFaultF14LeaseFencing(t *testing.T) {
 // TestFaultF17SigtermUnderLoad: SIGTERM while the load runs: the broker exits 0 within
 // 25 s, and after the restart nothing acknowledged is lost.
 func TestFaultF17SigtermUnderLoad(t *testing.T) {
-	runScenario(t, scenario{name: "F17 SIGTERM under load", cfg: l1("f17", ciRate), warm: sized(5*time.Second, 30*time.Second),
+	runScenario(t, scenario{name: "F17 SIGTERM under load", cfg: load.L1("f17", ciRate), warm: sized(5*time.Second, 30*time.Second),
 		after: sized(3*time.Second, 30*time.Second), inject: func(t *testing.T, f *faultRun) time.Duration {
 			took, code := f.broker.term(30 * time.Second)
 			if code != 0 || took > 25*time.Second {
@@ -277,6 +279,6 @@ func TestFaultF17SigtermUnderLoad(t *testing.T) {
 			}
 			restarted := time.Now()
 			f.broker.restart()
-			return f.load.recoveredAfter(t, restarted)
+			return recoveredAfter(t, f.load, restarted)
 		}})
 }

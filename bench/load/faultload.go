@@ -1,24 +1,25 @@
-package faults
+package load
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"testing"
 	"time"
 
-	"github.com/queen-go/queen/bench/load"
 	"github.com/queen-go/queen/bench/verify"
 )
 
-// loadConfig is a fault load: faults.md's L1 shape, sized by the scenario (CI runs it
-// smaller and slower than the plan's 2,000 msg/s: the broker runs under the race
-// detector on the same two cores as PostgreSQL).
-type loadConfig struct {
+// FaultConfig is a verified load (faults.md §6.3): producers that own their partitions
+// and record every push answer in a ledger, consumer groups that log every delivery,
+// so that bench/verify.CheckLedger can tell whether anything accepted was lost,
+// reordered or stored twice. The fault scenarios (e2e/faults) and queen-bench soak run
+// it; L1 is faults.md's fault load.
+type FaultConfig struct {
 	Queue       string
 	Partitions  int      // each owned by exactly one producer, so its sequence is well defined
 	Producers   int      // partitions are dealt round-robin
@@ -34,68 +35,75 @@ type loadConfig struct {
 	WaitMS      int // long-poll timeout
 }
 
-// l1 is faults.md's L1 fault load at the given rate.
-func l1(queue string, rate int) loadConfig {
-	return loadConfig{Queue: queue, Partitions: 64, Producers: 4, Rate: rate, BatchShare: 0.9, Payload: 256,
+// L1 is faults.md's L1 fault load at the given rate (accepted messages per second).
+func L1(queue string, rate int) FaultConfig {
+	return FaultConfig{Queue: queue, Partitions: 64, Producers: 4, Rate: rate, BatchShare: 0.9, Payload: 256,
 		Groups: []string{"g1", "g2"}, Consumers: 2, AckFailRate: 0.01, PoisonEvery: 1000, LeaseTime: 5,
 		RetryLimit: 3, WaitMS: 1000}
 }
 
-// loadRun is one running fault load: producers writing the ledger, consumers writing the
-// groups' delivery logs.
-type loadRun struct {
-	t      testing.TB
-	cfg    loadConfig
+// FaultRun is one running verified load: producers writing the ledger, consumers
+// writing the groups' delivery logs.
+type FaultRun struct {
+	cfg    FaultConfig
 	url    string
 	run    string // prefix of every transaction id: runs never collide
-	ledger *verify.Ledger
-	logs   []*verify.GroupLog
+	Ledger *verify.Ledger
+	Logs   []*verify.GroupLog
 
 	stopProducers context.CancelFunc
 	producers     sync.WaitGroup
 	stopConsumers context.CancelFunc
 	consumers     sync.WaitGroup
-	clients       sync.Map // *load.Client → struct{}, aborted at stop
+	clients       sync.Map // *Client → struct{}, aborted at stop
 
 	pushErrors atomic.Int64 // push calls that failed (transport or status)
+	errMu      sync.Mutex
+	errs       []error // what the consumers could not read (a payload not of this load)
 	emptyPolls []atomic.Int64
 	samplesMu  sync.Mutex
-	samples    []pushSample
+	samples    []PushSample
 }
 
-// pushSample is one push call, for latency after a fault.
-type pushSample struct {
+// PushSample is one push call, for latency after a fault.
+type PushSample struct {
 	At       time.Time
 	Took     time.Duration
 	Buffered bool // every item answered buffered
 	OK       bool // every item accepted
 }
 
-// message is the payload the producers push and the consumers read.
-type message struct {
+// faultMessage is the payload the producers push and the consumers read.
+type faultMessage struct {
 	P      string `json:"p"`
 	Seq    int64  `json:"seq"`
 	Poison bool   `json:"poison,omitempty"`
 	Pad    string `json:"pad,omitempty"`
 }
 
-// startLoad configures the queue and starts producers and consumers against url.
-func startLoad(t testing.TB, url string, cfg loadConfig) *loadRun {
-	t.Helper()
-	r := &loadRun{t: t, cfg: cfg, url: url, run: fmt.Sprintf("r%d", time.Now().UnixNano()), ledger: verify.NewLedger()}
+// StartFaultLoad configures the queue and starts producers and consumers against url
+// (http://host:port). Stop (or Drain) ends them.
+func StartFaultLoad(url string, cfg FaultConfig) (*FaultRun, error) {
+	if _, err := parseBase(url); err != nil {
+		return nil, err
+	}
+	if cfg.Partitions < 1 || cfg.Producers < 1 || cfg.Rate < 1 || len(cfg.Groups) == 0 || cfg.Consumers < 1 {
+		return nil, fmt.Errorf("load: fault load %+v: partitions, producers, rate, groups and consumers must be positive", cfg)
+	}
+	r := &FaultRun{cfg: cfg, url: url, run: fmt.Sprintf("r%d", time.Now().UnixNano()), Ledger: verify.NewLedger()}
 	c := r.client(10 * time.Second)
 	if err := c.Configure(cfg.Queue, map[string]any{"leaseTime": cfg.LeaseTime, "retryLimit": cfg.RetryLimit,
 		"dedupWindowSeconds": 300}); err != nil {
-		t.Fatalf("configure %s: %v", cfg.Queue, err)
+		return nil, fmt.Errorf("load: configure %s: %w", cfg.Queue, err)
 	}
 	pctx, stopP := context.WithCancel(context.Background())
 	cctx, stopC := context.WithCancel(context.Background())
 	r.stopProducers, r.stopConsumers = stopP, stopC
 	for _, g := range cfg.Groups {
-		r.logs = append(r.logs, verify.NewGroupLog(g))
+		r.Logs = append(r.Logs, verify.NewGroupLog(g))
 	}
 	r.emptyPolls = make([]atomic.Int64, len(cfg.Groups)*cfg.Consumers)
-	for i, g := range r.logs {
+	for i, g := range r.Logs {
 		for j := range cfg.Consumers {
 			r.consumers.Add(1)
 			go r.consume(cctx, g, &r.emptyPolls[i*cfg.Consumers+j])
@@ -105,27 +113,23 @@ func startLoad(t testing.TB, url string, cfg loadConfig) *loadRun {
 		r.producers.Add(1)
 		go r.produce(pctx, p)
 	}
-	t.Cleanup(r.stop)
-	return r
+	return r, nil
 }
 
-// client is a load.Client of this run, aborted when the run stops.
-func (r *loadRun) client(timeout time.Duration) *load.Client {
-	c, err := load.NewClient(r.url, timeout)
-	if err != nil {
-		r.t.Fatal(err)
-	}
+// client is a Client of this run, aborted when the run stops (the URL was checked).
+func (r *FaultRun) client(timeout time.Duration) *Client {
+	c, _ := NewClient(r.url, timeout)
 	r.clients.Store(c, struct{}{})
 	return c
 }
 
-func (r *loadRun) partition(i int) string { return fmt.Sprintf("p%03d", i) }
+func (r *FaultRun) partition(i int) string { return fmt.Sprintf("p%03d", i) }
 
 // produce pushes to the producer's partitions in turn, paced to its share of the rate.
 // A push that is not accepted item for item is retried with the same transaction ids
 // until it is (or the producers stop): the next sequence of a partition is pushed only
 // once the previous ones are accepted, so the ledger's order is the partition's order.
-func (r *loadRun) produce(ctx context.Context, id int) {
+func (r *FaultRun) produce(ctx context.Context, id int) {
 	defer r.producers.Done()
 	c := r.client(30 * time.Second)
 	rng := rand.New(rand.NewPCG(uint64(id), uint64(time.Now().UnixNano())))
@@ -144,12 +148,12 @@ func (r *loadRun) produce(ctx context.Context, id int) {
 			n = 10
 		}
 		name := r.partition(mine[slot])
-		items := make([]load.Item, n)
+		items := make([]Item, n)
 		for i := range items {
 			seq := next[slot] + int64(i)
 			poison := r.cfg.PoisonEvery > 0 && seq%r.cfg.PoisonEvery == r.cfg.PoisonEvery-1
-			payload, _ := json.Marshal(message{P: name, Seq: seq, Poison: poison, Pad: pad})
-			items[i] = load.Item{Queue: r.cfg.Queue, Partition: name,
+			payload, _ := json.Marshal(faultMessage{P: name, Seq: seq, Poison: poison, Pad: pad})
+			items[i] = Item{Queue: r.cfg.Queue, Partition: name,
 				TransactionID: fmt.Sprintf("%s:%s:%d", r.run, name, seq), Payload: payload}
 		}
 		if !r.pushUntilAccepted(ctx, c, name, next[slot], items) {
@@ -170,7 +174,7 @@ func (r *loadRun) produce(ctx context.Context, id int) {
 
 // pushUntilAccepted pushes items (sequences from first on) until every one is accepted,
 // recording every answer in the ledger; false when the producers stopped first.
-func (r *loadRun) pushUntilAccepted(ctx context.Context, c *load.Client, partition string, first int64, items []load.Item) bool {
+func (r *FaultRun) pushUntilAccepted(ctx context.Context, c *Client, partition string, first int64, items []Item) bool {
 	for ctx.Err() == nil {
 		began := time.Now()
 		statuses, err := c.PushStatuses(items)
@@ -178,9 +182,9 @@ func (r *loadRun) pushUntilAccepted(ctx context.Context, c *load.Client, partiti
 		if err != nil {
 			r.pushErrors.Add(1)
 			for i := range items {
-				r.ledger.Record(partition, first+int64(i), "error")
+				r.Ledger.Record(partition, first+int64(i), "error")
 			}
-			r.sample(pushSample{At: began, Took: took})
+			r.sample(PushSample{At: began, Took: took})
 			select {
 			case <-ctx.Done():
 			case <-time.After(50 * time.Millisecond):
@@ -189,11 +193,11 @@ func (r *loadRun) pushUntilAccepted(ctx context.Context, c *load.Client, partiti
 		}
 		ok, buffered := true, true
 		for i, st := range statuses {
-			r.ledger.Record(partition, first+int64(i), st)
+			r.Ledger.Record(partition, first+int64(i), st)
 			ok = ok && verify.Accepted(st)
 			buffered = buffered && st == verify.StatusBuffered
 		}
-		r.sample(pushSample{At: began, Took: took, OK: ok, Buffered: buffered})
+		r.sample(PushSample{At: began, Took: took, OK: ok, Buffered: buffered})
 		if ok {
 			return true
 		}
@@ -205,17 +209,17 @@ func (r *loadRun) pushUntilAccepted(ctx context.Context, c *load.Client, partiti
 	return false
 }
 
-func (r *loadRun) sample(s pushSample) {
+func (r *FaultRun) sample(s PushSample) {
 	r.samplesMu.Lock()
 	r.samples = append(r.samples, s)
 	r.samplesMu.Unlock()
 }
 
-// pushSamples returns the push calls that began in [from, to).
-func (r *loadRun) pushSamples(from, to time.Time) []pushSample {
+// PushSamples returns the push calls that began in [from, to).
+func (r *FaultRun) PushSamples(from, to time.Time) []PushSample {
 	r.samplesMu.Lock()
 	defer r.samplesMu.Unlock()
-	var out []pushSample
+	var out []PushSample
 	for _, s := range r.samples {
 		if !s.At.Before(from) && s.At.Before(to) {
 			out = append(out, s)
@@ -226,11 +230,11 @@ func (r *loadRun) pushSamples(from, to time.Time) []pushSample {
 
 // consume pops the group's messages in long polls, logs every delivery and acks: a
 // poison message always fails, one item of AckFailRate of the batches fails once.
-func (r *loadRun) consume(ctx context.Context, g *verify.GroupLog, empty *atomic.Int64) {
+func (r *FaultRun) consume(ctx context.Context, g *verify.GroupLog, empty *atomic.Int64) {
 	defer r.consumers.Done()
 	c := r.client(time.Duration(r.cfg.WaitMS)*time.Millisecond + 30*time.Second)
 	rng := rand.New(rand.NewPCG(uint64(len(g.Name)), uint64(time.Now().UnixNano())))
-	path := load.PopParams{Queue: r.cfg.Queue, Group: g.Name, Batch: 100, Partitions: 4, Wait: true,
+	path := PopParams{Queue: r.cfg.Queue, Group: g.Name, Batch: 100, Partitions: 4, Wait: true,
 		TimeoutMS: r.cfg.WaitMS}.Path()
 	for ctx.Err() == nil {
 		b, err := c.Pop(path)
@@ -249,9 +253,11 @@ func (r *loadRun) consume(ctx context.Context, g *verify.GroupLog, empty *atomic
 		failed := map[int]bool{}
 		ds := make([]verify.Delivery, 0, len(b.Messages))
 		for i, m := range b.Messages {
-			var msg message
+			var msg faultMessage
 			if err := json.Unmarshal(m.Data, &msg); err != nil {
-				r.t.Errorf("group %s: message %s: payload %s: %v", g.Name, m.ID, m.Data, err)
+				r.errMu.Lock()
+				r.errs = append(r.errs, fmt.Errorf("group %s: message %s: payload %s: %w", g.Name, m.ID, m.Data, err))
+				r.errMu.Unlock()
 				continue
 			}
 			ds = append(ds, verify.Delivery{Partition: msg.P, Seq: msg.Seq, MessageID: m.ID, DeliveryCount: m.DeliveryAttempt})
@@ -277,19 +283,17 @@ func (r *loadRun) consume(ctx context.Context, g *verify.GroupLog, empty *atomic
 	}
 }
 
-// drain is the mandatory final drain (faults.md §6.2): stop the producers, wait until
-// the spool is empty and every consumer has had two empty long polls in a row (with the
-// ledger fully delivered, or limit passing), then stop the consumers. It returns how
-// long it took.
-func (r *loadRun) drain(b *brokerProc, limit time.Duration) time.Duration {
-	r.t.Helper()
+// Drain is the mandatory final drain (faults.md §6.2): stop the producers, wait until
+// spoolEmpty reports true (the broker's spool replayed; nil: not checked) and every
+// accepted item reached every group, then until every consumer has had two empty long
+// polls in a row, or limit passes; then stop the consumers. It returns how long it took.
+func (r *FaultRun) Drain(spoolEmpty func() bool, limit time.Duration) time.Duration {
 	began := time.Now()
 	r.stopProducers()
 	r.producers.Wait()
 	deadline := began.Add(limit)
 	for time.Now().Before(deadline) {
-		pending, err := b.metric(context.Background(), "queen_file_buffer_pending")
-		if err == nil && pending == 0 && len(b.spoolBacklog()) == 0 && r.allDelivered() {
+		if (spoolEmpty == nil || spoolEmpty()) && r.allDelivered() {
 			break
 		}
 		time.Sleep(200 * time.Millisecond)
@@ -301,14 +305,12 @@ func (r *loadRun) drain(b *brokerProc, limit time.Duration) time.Duration {
 	for time.Now().Before(deadline) && !r.allIdle() {
 		time.Sleep(100 * time.Millisecond)
 	}
-	r.stopConsumers()
-	r.clients.Range(func(k, _ any) bool { k.(*load.Client).Abort(); return true })
-	r.consumers.Wait()
+	r.Stop()
 	return time.Since(began)
 }
 
 // allIdle reports whether every consumer's last two long polls came back empty.
-func (r *loadRun) allIdle() bool {
+func (r *FaultRun) allIdle() bool {
 	for i := range r.emptyPolls {
 		if r.emptyPolls[i].Load() < 2 {
 			return false
@@ -319,8 +321,8 @@ func (r *loadRun) allIdle() bool {
 
 // allDelivered reports whether every group's log holds as many first deliveries as the
 // ledger has accepted items (a cheap progress test; the verifier does the exact check).
-func (r *loadRun) allDelivered() bool {
-	rep := verify.CheckLedger(r.ledger, r.logs...)
+func (r *FaultRun) allDelivered() bool {
+	rep := verify.CheckLedger(r.Ledger, r.Logs...)
 	for _, g := range rep.Groups {
 		if g.Lost > 0 {
 			return false
@@ -329,14 +331,24 @@ func (r *loadRun) allDelivered() bool {
 	return true
 }
 
-// stop ends everything still running (the test's cleanup; drain normally did).
-func (r *loadRun) stop() {
+// Stop ends everything still running (Drain does it at its end).
+func (r *FaultRun) Stop() {
 	r.stopProducers()
 	r.stopConsumers()
-	r.clients.Range(func(k, _ any) bool { k.(*load.Client).Abort(); return true })
+	r.clients.Range(func(k, _ any) bool { k.(*Client).Abort(); return true })
 	r.producers.Wait()
 	r.consumers.Wait()
 }
 
-// verify checks the ledger against every group's log and returns the report.
-func (r *loadRun) verify() verify.FaultReport { return verify.CheckLedger(r.ledger, r.logs...) }
+// Verify checks the ledger against every group's log and returns the report.
+func (r *FaultRun) Verify() verify.FaultReport { return verify.CheckLedger(r.Ledger, r.Logs...) }
+
+// PushErrors returns how many push calls failed (transport or status).
+func (r *FaultRun) PushErrors() int64 { return r.pushErrors.Load() }
+
+// Errors returns what the consumers could not read.
+func (r *FaultRun) Errors() []error {
+	r.errMu.Lock()
+	defer r.errMu.Unlock()
+	return slices.Clone(r.errs)
+}
