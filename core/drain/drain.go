@@ -23,6 +23,10 @@ type Options struct {
 	Interval   time.Duration // [100 ms] FILE_BUFFER_FLUSH_MS: idle re-check period
 	Backoff    time.Duration // [100 ms] first retry delay after a failed batch
 	MaxBackoff time.Duration // [5 s]
+	// Probe is how often a background drain pings a database it lost while it backs off
+	// ([250 ms]): replay resumes within one Probe of the database answering again instead
+	// of sleeping out a backoff that grew during the outage.
+	Probe     time.Duration
 	Permanent  int           // [5] failures (database up) before a batch is split, then a record quarantined
 	Paused     func() bool   // push maintenance: replay waits while it reports true
 	Ping       ports.Pinger  // distinguishes "database away" from "this batch is bad"
@@ -48,6 +52,9 @@ func (o *Options) defaults() {
 	}
 	if o.MaxBackoff <= 0 {
 		o.MaxBackoff = 5 * time.Second
+	}
+	if o.Probe <= 0 {
+		o.Probe = 250 * time.Millisecond
 	}
 	if o.Permanent <= 0 {
 		o.Permanent = 5
@@ -170,7 +177,7 @@ func (d *Drainer) Run(ctx context.Context) {
 		if !d.healthy.Load() && d.spool.Empty() {
 			d.probe(ctx) // nothing to replay: find out by ping when the database is back
 			if !d.healthy.Load() {
-				d.wait(ctx, backoff)
+				d.waitAway(ctx, backoff)
 				backoff = min(2*backoff, d.opts.MaxBackoff)
 				continue
 			}
@@ -181,7 +188,7 @@ func (d *Drainer) Run(ctx context.Context) {
 			if ctx.Err() == nil {
 				d.opts.Logger.Warn("drain: replay failed, backing off", "err", err, "backoff", backoff)
 			}
-			d.wait(ctx, backoff)
+			d.waitAway(ctx, backoff)
 			backoff = min(2*backoff, d.opts.MaxBackoff)
 		case !progressed:
 			backoff = d.opts.Backoff
@@ -225,6 +232,28 @@ func (d *Drainer) wait(ctx context.Context, dt time.Duration) {
 	case <-ctx.Done():
 	case <-t.C:
 	case <-d.kick:
+	}
+}
+
+// waitAway is the backoff wait of the background drain. While the database is away it
+// pings every Probe and ends the wait as soon as one answers: after an outage the
+// backoff has grown to MaxBackoff, and the spooled backlog (and every push of its
+// partitions, spooled behind it to keep their order) should not wait it out. A batch
+// that failed with the database up (a bad record) waits the whole backoff.
+func (d *Drainer) waitAway(ctx context.Context, dt time.Duration) {
+	if d.healthy.Load() {
+		d.wait(ctx, dt)
+		return
+	}
+	for end := time.Now().Add(dt); ctx.Err() == nil; {
+		left := time.Until(end)
+		if left <= 0 {
+			return
+		}
+		d.wait(ctx, min(left, d.opts.Probe))
+		if d.probe(ctx); d.healthy.Load() {
+			return
+		}
 	}
 }
 

@@ -79,7 +79,10 @@ func newFixture(t *testing.T, q string, n, parts int, opts Options) *fixture {
 	}
 	ping := &pinger{}
 	ping.up.Store(true)
-	opts.Ping, opts.Backoff, opts.MaxBackoff = ping, time.Millisecond, 5*time.Millisecond
+	opts.Ping = ping
+	if opts.Backoff == 0 && opts.MaxBackoff == 0 {
+		opts.Backoff, opts.MaxBackoff = time.Millisecond, 5*time.Millisecond
+	}
 	return &fixture{store: store, codec: codec, sp: sp, ping: ping, d: New(sp, b, opts)}
 }
 
@@ -205,6 +208,42 @@ func TestRunPausesAndResumes(t *testing.T) {
 		}
 		if got := strings.Join(f.seqs(t, "q", "p0"), " "); got != "0 1 2 3 4" {
 			t.Fatalf("after resuming: %s", got)
+		}
+	})
+}
+
+// After an outage long enough for the backoff to reach MaxBackoff, replay resumes within
+// about one Probe of the database answering again, not after the rest of a 5 s backoff.
+func TestReplayResumesSoonAfterTheDatabaseReturns(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFixture(t, "q", 5, 1, Options{Interval: time.Millisecond, Backoff: 100 * time.Millisecond,
+			MaxBackoff: 5 * time.Second, Probe: 250 * time.Millisecond})
+		var away atomic.Bool
+		away.Store(true)
+		f.ping.up.Store(false)
+		f.store.BeforePush = func([]ports.Segment) error {
+			if away.Load() {
+				return ports.ErrUnavailable
+			}
+			return nil
+		}
+		f.d.Start()
+		defer f.d.Stop()
+		time.Sleep(20 * time.Second) // fake time: the backoff grew to MaxBackoff
+		synctest.Wait()
+		if !f.d.Healthy() && f.sp.Empty() {
+			t.Fatal("the spool was replayed while the database was away")
+		}
+		back := time.Now()
+		away.Store(false)
+		f.ping.up.Store(true)
+		for deadline := back.Add(time.Minute); !f.sp.Empty(); time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("spool not drained after the database came back")
+			}
+		}
+		if took := time.Since(back); took > 300*time.Millisecond {
+			t.Fatalf("replay resumed %v after the database answered again, want within one Probe (250ms)", took)
 		}
 	})
 }
