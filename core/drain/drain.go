@@ -27,9 +27,9 @@ type Options struct {
 	// ([250 ms]): replay resumes within one Probe of the database answering again instead
 	// of sleeping out a backoff that grew during the outage.
 	Probe     time.Duration
-	Permanent  int           // [5] failures (database up) before a batch is split, then a record quarantined
-	Paused     func() bool   // push maintenance: replay waits while it reports true
-	Ping       ports.Pinger  // distinguishes "database away" from "this batch is bad"
+	Permanent int          // [5] failures (database up) before a batch is split, then a record quarantined
+	Paused    func() bool  // push maintenance: replay waits while it reports true
+	Ping      ports.Pinger // distinguishes "database away" from "this batch is bad"
 	// Encryption prepares each record spooled unsealed as its queue requires now: sealed
 	// when the queue encrypts, refused (kept, then quarantined) when it cannot be sealed
 	// ([nil] records are replayed as spooled).
