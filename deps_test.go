@@ -15,9 +15,10 @@ import (
 const module = "github.com/queen-go/queen"
 
 // pureLibraries are the non-standard libraries core may use: algorithms, no I/O stacks
-// (golang-jwt parses and verifies tokens; fetching keys is adapters/jwks's job).
+// (golang-jwt parses and verifies tokens; fetching keys is adapters/jwks's job; x/time/rate
+// paces log lines).
 var pureLibraries = []string{"github.com/zeebo/xxh3", "github.com/klauspost/compress", "github.com/google/uuid",
-	"github.com/golang-jwt/jwt/v5"}
+	"github.com/golang-jwt/jwt/v5", "golang.org/x/time/rate"}
 
 // technology libraries and the one adapter allowed to import each.
 var technologies = map[string]string{

@@ -8,9 +8,11 @@ import (
 	"maps"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unicode/utf8"
 
 	"github.com/google/uuid"
+	"golang.org/x/time/rate"
 
 	"github.com/queen-go/queen/core/dedup"
 	"github.com/queen-go/queen/core/encryption"
@@ -123,7 +125,16 @@ type Service struct {
 	opts    Options
 
 	requests, messages atomic.Uint64
+
+	// A full or failing spool disk fails every push of an outage: one error line per
+	// spoolLogEvery (with the count of the failures in between) says so without flooding
+	// the log (faults.md F9).
+	spoolLog     rate.Sometimes
+	spoolLogSkip atomic.Int64
 }
+
+// spoolLogEvery is the interval between two "spool write failed" log lines.
+const spoolLogEvery = 10 * time.Second
 
 // New returns a Service submitting to batcher.
 func New(batcher *fusion.Batcher, opts Options) *Service {
@@ -133,7 +144,7 @@ func New(batcher *fusion.Batcher, opts Options) *Service {
 	if opts.NewID == nil {
 		opts.NewID = newV7
 	}
-	return &Service{batcher: batcher, opts: opts}
+	return &Service{batcher: batcher, opts: opts, spoolLog: rate.Sometimes{First: 1, Interval: spoolLogEvery}}
 }
 
 // newV7 mints a UUIDv7 with github.com/google/uuid. Its NewV7 allocates and takes a
@@ -444,7 +455,15 @@ func (s *Service) spoolFrames(ctx context.Context, tenant string, groups []*fusi
 	}
 	st := StatusBuffered
 	if err := s.opts.Spool.Append(ctx, recs); err != nil {
-		s.opts.Logger.Error("push: spool write failed, answering failed", "items", len(recs), "err", err)
+		logged := false
+		s.spoolLog.Do(func() {
+			logged = true
+			s.opts.Logger.Error("push: spool write failed, answering failed", "items", len(recs), "err", err,
+				"failures_since_last_line", s.spoolLogSkip.Swap(0))
+		})
+		if !logged {
+			s.spoolLogSkip.Add(1)
+		}
 		st = StatusFailed
 	}
 	for _, ref := range refs {

@@ -1,8 +1,12 @@
 package push
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -86,6 +90,8 @@ func TestFullDiskAnswersFailed(t *testing.T) {
 			t.Parallel()
 			var divert atomic.Bool
 			f, fsys, sp, _ := spoolFixture(t, &divert)
+			var logs syncBuffer
+			f.svc.opts.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 			f.store.BeforePush = func([]ports.Segment) error { return ports.ErrUnavailable }
 			fsys.SetFault(func(o, _ string) error {
 				if o == op || o == "create" {
@@ -102,6 +108,10 @@ func TestFullDiskAnswersFailed(t *testing.T) {
 			if got := statuses(res); got != "failed " {
 				t.Fatalf("diverted push on a full disk: %s", got)
 			}
+			// Two failed writes, one error line: the rest wait for spoolLogEvery.
+			if n := strings.Count(logs.String(), "spool write failed"); n != 1 {
+				t.Fatalf("%d log lines for two failed spool writes, want 1:\n%s", n, logs.String())
+			}
 			// Space again: the spool works and nothing of the failed pushes is in it.
 			fsys.SetFault(nil, false)
 			res = f.svc.Push(context.Background(), tenant, "", []Item{{Queue: "q", Partition: "later", Payload: []byte(`4`)}})
@@ -114,6 +124,24 @@ func TestFullDiskAnswersFailed(t *testing.T) {
 			}
 		})
 	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the logger's concurrent writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 // TestTransactionWaitsForSpooledPushes: a transaction may not overtake the spooled pushes
