@@ -46,6 +46,7 @@ type brokerProc struct {
 	Spool string
 	port  int
 	env   map[string]string
+	tmpfs string // size of a tmpfs mounted on the spool directory for the process ("": none)
 	log   *os.File
 	cmd   *exec.Cmd
 	done  chan struct{} // closed when the current process has exited
@@ -55,6 +56,23 @@ type brokerProc struct {
 // startBroker starts a broker on db with a fresh spool directory; env adds or overrides
 // its configuration. The test's cleanup stops it (SIGTERM, then SIGKILL).
 func startBroker(t testing.TB, db string, env map[string]string) *brokerProc {
+	t.Helper()
+	return startBrokerTmpfs(t, db, env, "")
+}
+
+// startBrokerTmpfs is startBroker with the spool directory on a tmpfs of size bytes
+// (mount's size=, e.g. "512k") that only the broker's process sees: a small disk that
+// fills (faults.md F9). It needs root and unshare (util-linux); the test skips without
+// them. The tmpfs lives as long as the process: a restart starts on an empty spool.
+func startBrokerTmpfs(t testing.TB, db string, env map[string]string, size string) *brokerProc {
+	if size != "" {
+		if os.Geteuid() != 0 {
+			t.Skip("a tmpfs spool needs root (mount in a private mount namespace)")
+		}
+		if _, err := exec.LookPath("unshare"); err != nil {
+			t.Skip("a tmpfs spool needs unshare (util-linux)")
+		}
+	}
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -80,7 +98,7 @@ func startBroker(t testing.TB, db string, env map[string]string) *brokerProc {
 		t.Fatal(err)
 	}
 	b := &brokerProc{t: t, URL: "http://127.0.0.1:" + strconv.Itoa(port), Spool: vars["FILE_BUFFER_DIR"],
-		port: port, env: vars, log: logf}
+		port: port, env: vars, tmpfs: size, log: logf}
 	t.Cleanup(func() {
 		b.stop()
 		logf.Close()
@@ -98,6 +116,11 @@ func startBroker(t testing.TB, db string, env map[string]string) *brokerProc {
 func (b *brokerProc) start() {
 	b.t.Helper()
 	cmd := exec.Command(brokerBin)
+	if b.tmpfs != "" {
+		// A mount namespace of its own: the tmpfs is the broker's only, never the host's.
+		cmd = exec.Command("unshare", "-m", "--propagation", "private", "sh", "-c",
+			`mkdir -p "$1" && mount -t tmpfs -o size="$2" tmpfs "$1" && exec "$3"`, "sh", b.Spool, b.tmpfs, brokerBin)
+	}
 	cmd.Env = os.Environ()
 	for k, v := range b.env {
 		cmd.Env = append(cmd.Env, k+"="+v)

@@ -17,6 +17,7 @@ type scenario struct {
 	name   string
 	cfg    load.FaultConfig
 	env    map[string]string // broker configuration on top of startBroker's
+	tmpfs  string            // the spool on a tmpfs of this size (startBrokerTmpfs)
 	warm   time.Duration     // load before the fault
 	after  time.Duration     // load after the fault
 	inject func(t *testing.T, f *faultRun) time.Duration
@@ -32,7 +33,7 @@ type faultRun struct {
 // runScenario runs s and records its row; the test fails on any broken promise.
 func runScenario(t *testing.T, s scenario) {
 	db := pg.newDatabase(t)
-	b := startBroker(t, db, s.env)
+	b := startBrokerTmpfs(t, db, s.env, s.tmpfs)
 	r, err := load.StartFaultLoad(b.URL, s.cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -279,6 +280,42 @@ func TestFaultF17SigtermUnderLoad(t *testing.T) {
 			}
 			restarted := time.Now()
 			f.broker.restart()
+			return recoveredAfter(t, f.load, restarted)
+		}})
+}
+
+// TestFaultF9SpoolDiskFull: PostgreSQL down and the spool on a small tmpfs that fills:
+// pushes that cannot be written are answered failed, never buffered; the broker stays
+// up and logs the failure a few times, not once per push; after PostgreSQL returns the
+// spool drains and every buffered item is delivered (the producers retry the failed
+// ones with the same ids). The portable, in-process variant of the same rule is
+// core/push's TestFullDiskAnswersFailed on a fault-injecting file system.
+func TestFaultF9SpoolDiskFull(t *testing.T) {
+	runScenario(t, scenario{name: "F9 spool disk full (tmpfs 512 KiB)", cfg: load.L1("f9", ciRate), tmpfs: "512k",
+		warm: sized(3*time.Second, 30*time.Second), after: sized(3*time.Second, 30*time.Second),
+		inject: func(t *testing.T, f *faultRun) time.Duration {
+			a := newAPI(t, f.broker)
+			pg.crash(t)
+			// Until the spool is full: a probe push (a queue of its own, outside the
+			// ledger) answers failed.
+			var last pushResult
+			deadline := time.Now().Add(2 * time.Minute)
+			for i := 0; time.Now().Before(deadline); i++ {
+				last = a.push(item("f9-probe", "p", fmt.Sprintf("probe-%d", i)))[0]
+				if last.Status != "buffered" {
+					break
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			if last.Status != "failed" {
+				t.Errorf("with the spool full a push answered %+v, want failed", last)
+			}
+			time.Sleep(2 * time.Second) // pushes keep failing meanwhile
+			if n := strings.Count(f.broker.logTail(1<<20), "spool write failed"); n < 1 || n > 3 {
+				t.Errorf("%d spool-failure log lines while the disk was full, want one per 10 s", n)
+			}
+			restarted := time.Now()
+			pg.restart(t)
 			return recoveredAfter(t, f.load, restarted)
 		}})
 }
