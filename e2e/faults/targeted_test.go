@@ -1,6 +1,7 @@
 package faults
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"slices"
@@ -318,4 +319,79 @@ func TestFaultF9SpoolDiskFull(t *testing.T) {
 			pg.restart(t)
 			return recoveredAfter(t, f.load, restarted)
 		}})
+}
+
+// TestFaultF12DisconnectMidLongPoll: 50 long polls abandoned by their clients after 0-2 s
+// lease nothing: a fresh consumer then gets all of 100 new messages within 2 s, and the
+// broker's goroutines and database connections come back to where they were within 5 s.
+func TestFaultF12DisconnectMidLongPoll(t *testing.T) {
+	db := pg.newDatabase(t)
+	b := startBroker(t, db, nil)
+	a := newAPI(t, b)
+	a.configure("f12", map[string]any{"leaseTime": 30})
+	goroutines := func() float64 {
+		n, err := b.metric(context.Background(), "go_goroutines")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	conns := func() int64 {
+		return queryInt(t, db, "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()")
+	}
+	// A first pop provisions the queue and the group's cursors: the baseline is a broker
+	// that has served this route once.
+	a.pop("f12?batch=1&consumerGroup=g")
+	baseG, baseC := goroutines(), conns()
+
+	var wg sync.WaitGroup
+	for i := range 50 {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Duration(i)*40*time.Millisecond) // 0-2 s
+			defer cancel()
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet,
+				b.URL+"/api/v1/pop/queue/f12?batch=10&consumerGroup=g&wait=true&timeout=30000", nil)
+			if resp, err := http.DefaultClient.Do(req); err == nil {
+				resp.Body.Close()
+				t.Errorf("long poll %d answered %d before its client went away", i, resp.StatusCode)
+			}
+		})
+	}
+	wg.Wait()
+	http.DefaultClient.CloseIdleConnections()
+
+	var items []pushItem
+	for i := range 100 {
+		items = append(items, item("f12", fmt.Sprintf("p%d", i%10), fmt.Sprintf("m%03d", i)))
+	}
+	a.push(items...)
+	began := time.Now()
+	got := map[string]bool{}
+	for len(got) < 100 && time.Since(began) < 2*time.Second {
+		if p := a.pop("f12?batch=100&partitions=10&consumerGroup=g&wait=true&timeout=500"); p != nil {
+			for _, m := range p.Messages {
+				got[m.TransactionID] = true
+			}
+			a.ack("g", p, "", "completed", "")
+		}
+	}
+	took := time.Since(began)
+	pass := len(got) == 100
+	if !pass {
+		t.Errorf("a fresh consumer got %d of 100 messages in %v: leases held for abandoned polls?", len(got), took)
+	}
+	settled := false
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		g, c := goroutines(), conns()
+		if g <= baseG*1.1+2 && float64(c) <= float64(baseC)*1.1+1 {
+			settled = true
+			break
+		}
+	}
+	if !settled {
+		pass = false
+		t.Errorf("5 s after the disconnects: %v goroutines (baseline %v), %d database connections (baseline %d)",
+			goroutines(), baseG, conns(), baseC)
+	}
+	recordTargeted("F12 client disconnect mid long-poll (50 polls)", 100, int64(len(got)), took, pass)
 }
