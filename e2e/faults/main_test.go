@@ -24,7 +24,12 @@ const tableEnv = "QUEEN_FAULTS_TABLE"
 // pg is the package's own cluster (see cluster).
 var pg *cluster
 
+// TestMain runs the scenarios; with QUEEN_FAULTS_COPIER set the binary is an L2 copier
+// process instead (l2_test.go).
 func TestMain(m *testing.M) {
+	if url := os.Getenv(copierEnv); url != "" {
+		os.Exit(runCopier(url))
+	}
 	os.Exit(run(m))
 }
 
