@@ -111,6 +111,33 @@ func TestLeaseExpiry(t *testing.T) {
 		b.popEmpty(t, "/api/v1/pop/queue/expiry")
 	})
 
+	t.Run("a short redelivery then its continuation: neither says attempt 1", func(t *testing.T) {
+		t.Parallel()
+		// e-0..e-5 delivered once; after expiry a redelivery of only e-0..e-1 (a smaller
+		// batch), acked; the next pop continues at e-2, which was delivered before too.
+		b.pushN(t, "shortredo", "p", "e", 8)
+		first := b.popMust(t, "/api/v1/pop/queue/shortredo?batch=6&leaseSeconds=1")
+		wantTxns(t, first, txnRange("e", 0, 5)...)
+		b.waitLeaseExpired(t, first.LeaseID)
+		again := b.popMust(t, "/api/v1/pop/queue/shortredo?batch=2&leaseSeconds=30")
+		wantTxns(t, again, "e-0", "e-1")
+		if a := again.Messages[0].DeliveryAttempt; a != 2 {
+			t.Fatalf("redelivery: deliveryAttempt %d, want 2", a)
+		}
+		b.ackAll(t, again, "")
+		rest := b.popMust(t, "/api/v1/pop/queue/shortredo?batch=10&leaseSeconds=30")
+		wantTxns(t, rest, txnRange("e", 2, 7)...)
+		if a := rest.Messages[0].DeliveryAttempt; a < 2 {
+			t.Fatalf("e-2..e-5 delivered again with deliveryAttempt %d, want at least 2", a)
+		}
+		b.ackAll(t, rest, "")
+		// Beyond everything delivered so far, a first delivery says 1.
+		b.pushN(t, "shortredo", "p", "f", 1)
+		if a := b.popMust(t, "/api/v1/pop/queue/shortredo").Messages[0].DeliveryAttempt; a != 1 {
+			t.Fatalf("a first delivery says deliveryAttempt %d", a)
+		}
+	})
+
 	t.Run("an expired lease fails its acks even before a repop", func(t *testing.T) {
 		t.Parallel()
 		b.pushN(t, "expired", "p", "x", 1)

@@ -19,6 +19,7 @@ CREATE TABLE IF NOT EXISTS queen.log_consumers (
     retry_count      integer     NOT NULL DEFAULT 0, -- explicit failures charged to the current batch
     delivery_start   bigint      NOT NULL DEFAULT -1, -- first offset of the last delivery
     delivery_attempt integer     NOT NULL DEFAULT 0, -- deliveries of a span starting at delivery_start
+    delivered_end    bigint      NOT NULL DEFAULT -1, -- highest offset ever delivered to the group (deliveryAttempt)
     last_consumed_at timestamptz,
     created_at       timestamptz NOT NULL DEFAULT now(),
     PRIMARY KEY (partition_id, consumer_group)

@@ -257,7 +257,7 @@ BEGIN
             END IF;
 
             SELECT lc.committed, lc.batch_end, lc.lease_id, lc.lease_expires_at,
-                   lc.delivery_start, lc.delivery_attempt
+                   lc.delivery_start, lc.delivery_attempt, lc.delivered_end
               INTO c
               FROM queen.log_consumers lc
              WHERE lc.partition_id = v_pid AND lc.consumer_group = p_group
@@ -298,7 +298,7 @@ BEGIN
                 EXIT try WHEN NOT FOUND;
                 SELECT v_committed AS committed, v_committed AS batch_end, NULL::uuid AS lease_id,
                        NULL::timestamptz AS lease_expires_at, -1::bigint AS delivery_start,
-                       0 AS delivery_attempt
+                       0 AS delivery_attempt, -1::bigint AS delivered_end
                   INTO c;
             ELSE
                 -- Retention trims a partition only while it holds every cursor row of it
@@ -338,20 +338,23 @@ BEGIN
                 v_end := least(v_end, v_vis);
             END IF;
 
-            -- A redelivery is a span starting inside the last delivered one (a lease that
-            -- expired, a failed or retried item, a partial ack then expiry): its messages
-            -- were delivered before, so the attempt counts up, also when the span starts
-            -- after the old start because a prefix was acked. A span past the last
-            -- delivered offset (batch_end) is a first delivery.
+            -- A redelivery is a span whose first message was delivered before. Inside the
+            -- last delivered span (a lease that expired, a failed or retried item, a
+            -- partial ack then expiry) the attempt counts up, also when the span starts
+            -- after the old start because a prefix was acked. Past that span but not past
+            -- the highest offset ever delivered (a redelivery shorter than the delivery it
+            -- repeats, then its continuation) it is at least the second. Beyond it, the
+            -- first. So a message delivered again never says 1.
             v_attempt := CASE WHEN c.delivery_start >= 0 AND v_committed + 1 >= c.delivery_start
-                                   AND v_committed + 1 <= c.batch_end
-                              THEN c.delivery_attempt + 1 ELSE 1 END;
+                                   AND v_committed + 1 <= c.batch_end THEN c.delivery_attempt + 1
+                              WHEN v_committed + 1 <= c.delivered_end THEN 2
+                              ELSE 1 END;
             IF p_auto_ack THEN
                 v_expires := NULL;
                 UPDATE queen.log_consumers lc SET
                     committed = v_end, batch_end = v_end, lease_id = NULL, lease_expires_at = NULL,
                     retry_count = 0, delivery_start = v_committed + 1, delivery_attempt = v_attempt,
-                    last_consumed_at = v_now
+                    delivered_end = greatest(lc.delivered_end, v_end), last_consumed_at = v_now
                  WHERE lc.partition_id = v_pid AND lc.consumer_group = p_group;
             ELSE
                 v_lease := CASE WHEN p_lease_secs > 0 THEN p_lease_secs
@@ -360,7 +363,8 @@ BEGIN
                 UPDATE queen.log_consumers lc SET
                     committed = v_committed, batch_end = v_end, lease_id = p_lease_id,
                     lease_expires_at = v_expires, delivery_start = v_committed + 1,
-                    delivery_attempt = v_attempt, last_consumed_at = v_now
+                    delivery_attempt = v_attempt, delivered_end = greatest(lc.delivered_end, v_end),
+                    last_consumed_at = v_now
                  WHERE lc.partition_id = v_pid AND lc.consumer_group = p_group;
             END IF;
             v_verdict := 1;

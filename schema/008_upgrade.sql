@@ -31,3 +31,17 @@ BEGIN
     PERFORM set_config('lock_timeout', v_wait, true);
 END
 $$;
+
+-- log_consumers.delivered_end (pops count deliveryAttempt by it): added to cursor tables
+-- created before it. Looked up first, and the ALTER waits at most 2 s for its lock, as
+-- above; without the column pops fail, so here a timeout fails the start (and the next
+-- start tries again) instead of leaving it for later.
+DO $$
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_attribute
+                    WHERE attrelid = 'queen.log_consumers'::regclass AND attname = 'delivered_end' AND NOT attisdropped) THEN
+        PERFORM set_config('lock_timeout', '2s', true);
+        ALTER TABLE queen.log_consumers ADD COLUMN IF NOT EXISTS delivered_end bigint NOT NULL DEFAULT -1;
+    END IF;
+END
+$$;

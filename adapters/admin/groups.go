@@ -436,7 +436,7 @@ SELECT lp.id, ?group, t.target, t.target
 ON CONFLICT ON CONSTRAINT log_consumers_pkey DO UPDATE SET
        committed = EXCLUDED.committed, batch_end = EXCLUDED.batch_end,
        lease_id = NULL, lease_expires_at = NULL, retry_count = 0,
-       delivery_start = -1, delivery_attempt = 0`, &args).Exec(ctx)
+       delivery_start = -1, delivery_attempt = 0, delivered_end = -1`, &args).Exec(ctx)
 		if err != nil {
 			return err
 		}

@@ -37,6 +37,7 @@ type consumer struct {
 	retry     int       // explicit failures charged to the current batch
 	start     int64     // first offset of the last delivery (-1 = none yet)
 	attempt   int       // deliveries of a span starting at start
+	delivered int64     // highest offset ever delivered (-1: none), for the attempt of a redelivery
 	// lastConsumed is the latest pop or ack (zero: none yet), created when the row was
 	// made (a first contact or a seek).
 	lastConsumed, created time.Time
@@ -294,7 +295,7 @@ func (s *Store) claim(p *partition, req ports.PopRequest, subs map[*queue]subscr
 		if req.Group != ports.QueueModeGroup {
 			seed = subs[p.q].seed(p)
 		}
-		c = &consumer{committed: seed, batchEnd: seed, start: -1, created: now}
+		c = &consumer{committed: seed, batchEnd: seed, start: -1, delivered: -1, created: now}
 		s.consumers[key] = c
 		if c.committed >= p.last {
 			return empty, nil
@@ -328,14 +329,20 @@ func (s *Store) claim(p *partition, req ports.PopRequest, subs map[*queue]subscr
 		end = min(end, vis)
 	}
 	start := committed + 1
+	// As log_pop_v2: inside the last delivered span the attempt counts up; past it but
+	// not past everything delivered so far it is at least the second; beyond, the first.
 	attempt := 1
-	if c.start == start {
+	switch {
+	case c.start >= 0 && start >= c.start && start <= c.batchEnd:
 		attempt = c.attempt + 1
+	case start <= c.delivered:
+		attempt = 2
 	}
+	delivered := max(c.delivered, end)
 	cl := ports.Claim{Queue: p.q.name, Partition: p.name, PartitionID: p.id, Start: start, End: end, Attempt: attempt}
 	c.lastConsumed = now
 	if req.AutoAck {
-		*c = consumer{committed: end, batchEnd: end, start: start, attempt: attempt, lastConsumed: now, created: c.created}
+		*c = consumer{committed: end, batchEnd: end, start: start, attempt: attempt, delivered: delivered, lastConsumed: now, created: c.created}
 	} else {
 		lease := time.Duration(req.LeaseSeconds) * time.Second
 		switch {
@@ -347,7 +354,7 @@ func (s *Store) claim(p *partition, req ports.PopRequest, subs map[*queue]subscr
 		}
 		cl.LeaseExpires = now.Add(lease)
 		c.committed, c.batchEnd, c.leaseID, c.expires = committed, end, strings.ToLower(req.LeaseID), cl.LeaseExpires
-		c.start, c.attempt = start, attempt
+		c.start, c.attempt, c.delivered = start, attempt, delivered
 	}
 	cl.Segments = p.covering(start, end)
 	return ports.Verdict{Kind: ports.VerdictTook, Drained: end >= p.last, LeaseExpires: cl.LeaseExpires}, &cl
@@ -395,6 +402,9 @@ func (s *Store) Release(_ context.Context, group, leaseID string, autoAck bool, 
 			c.leaseID, c.expires, c.batchEnd = "", time.Time{}, c.committed
 		default:
 			continue
+		}
+		if c.attempt <= 1 {
+			c.delivered = c.committed // a released first delivery was never seen
 		}
 		c.attempt = max(c.attempt-1, 0)
 		done[c] = true

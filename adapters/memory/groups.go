@@ -291,7 +291,7 @@ func (s *Store) SeekGroup(ctx context.Context, tenant string, sk ports.GroupSeek
 		// The span a live lease held is the seek's to skip or to deliver again, as a first
 		// attempt: the lease, the retry budget and the delivery count go.
 		c.committed, c.batchEnd, c.leaseID, c.expires = target, target, "", time.Time{}
-		c.retry, c.start, c.attempt = 0, -1, 0
+		c.retry, c.start, c.attempt, c.delivered = 0, -1, 0, -1
 		r.Partitions++
 	}
 	return r, nil

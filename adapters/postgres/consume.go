@@ -254,7 +254,9 @@ func (s *Store) Ack(ctx context.Context, items []ports.AckItem) ([]ports.AckResu
 	return out, err
 }
 
-// Release implements ports.ConsumeStore.
+// Release implements ports.ConsumeStore. A released first delivery was never seen: the
+// highest delivered offset goes back to the cursor with it, so its next delivery says
+// deliveryAttempt 1 again (a released redelivery leaves it: those messages were seen).
 func (s *Store) Release(ctx context.Context, group, leaseID string, autoAck bool, claims []ports.Claim) error {
 	pids, starts, ends := make([]string, len(claims)), make([]int64, len(claims)), make([]int64, len(claims))
 	for i, c := range claims {
@@ -263,7 +265,8 @@ func (s *Store) Release(ctx context.Context, group, leaseID string, autoAck bool
 	return s.run(ctx, "release", func(ctx context.Context, c *pgxpool.Conn) error {
 		if autoAck {
 			_, err := c.Exec(ctx, `UPDATE queen.log_consumers lc
-				SET committed = u.start - 1, batch_end = u.start - 1, delivery_attempt = greatest(lc.delivery_attempt - 1, 0)
+				SET committed = u.start - 1, batch_end = u.start - 1, delivery_attempt = greatest(lc.delivery_attempt - 1, 0),
+				    delivered_end = CASE WHEN lc.delivery_attempt <= 1 THEN u.start - 1 ELSE lc.delivered_end END
 				FROM unnest($1::uuid[], $2::int8[], $3::int8[]) AS u(pid, start, fin)
 				WHERE lc.partition_id = u.pid AND lc.consumer_group = $4 AND lc.committed = u.fin AND lc.lease_id IS NULL`,
 				pids, starts, ends, group)
@@ -271,7 +274,8 @@ func (s *Store) Release(ctx context.Context, group, leaseID string, autoAck bool
 		}
 		_, err := c.Exec(ctx, `UPDATE queen.log_consumers lc
 			SET lease_id = NULL, lease_expires_at = NULL, batch_end = lc.committed,
-			    delivery_attempt = greatest(lc.delivery_attempt - 1, 0)
+			    delivery_attempt = greatest(lc.delivery_attempt - 1, 0),
+			    delivered_end = CASE WHEN lc.delivery_attempt <= 1 THEN lc.committed ELSE lc.delivered_end END
 			WHERE lc.partition_id = ANY ($1::uuid[]) AND lc.consumer_group = $2 AND lc.lease_id = $3::uuid`,
 			pids, group, leaseID)
 		return err

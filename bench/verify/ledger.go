@@ -217,7 +217,7 @@ func checkGroup(items map[string]map[int64]string, g *GroupLog, details *[]strin
 		}
 	}
 	parts := make(map[string]*partitionSeen)
-	for _, d := range g.deliveries {
+	for i, d := range g.deliveries {
 		c.Delivered++
 		p := parts[d.Partition]
 		if p == nil {
@@ -237,6 +237,9 @@ func checkGroup(items map[string]map[int64]string, g *GroupLog, details *[]strin
 		if !first {
 			if d.DeliveryCount <= 1 || d.MessageID != p.first[d.Seq] {
 				c.StoredDuplicates++
+				if c.StoredDuplicates == 1 {
+					note("%s: deliveries (seq@attempt) before the first second copy: %s", d.Partition, history(g.deliveries[:i+1], d.Partition, 40))
+				}
 				note("%s %d: delivered again with deliveryAttempt %d, message id %s (first: %s): two stored copies",
 					d.Partition, d.Seq, d.DeliveryCount, d.MessageID, p.first[d.Seq])
 			} else {
@@ -302,4 +305,16 @@ func (p *partitionSeen) has(seq int64) bool {
 	}
 	i := (seq - p.seen.off) >> 6
 	return i < int64(len(p.seen.words)) && p.seen.words[i]&(uint64(1)<<(uint64(seq-p.seen.off)&63)) != 0
+}
+
+// history renders the last n deliveries of partition in ds as "seq@attempt ...".
+func history(ds []Delivery, partition string, n int) string {
+	var out []string
+	for i := len(ds) - 1; i >= 0 && len(out) < n; i-- {
+		if ds[i].Partition == partition {
+			out = append(out, fmt.Sprintf("%d@%d", ds[i].Seq, ds[i].DeliveryCount))
+		}
+	}
+	slices.Reverse(out)
+	return strings.Join(out, " ")
 }
