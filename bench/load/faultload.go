@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -33,6 +34,10 @@ type FaultConfig struct {
 	LeaseTime   int      // seconds
 	RetryLimit  int
 	WaitMS      int // long-poll timeout
+	// QueueOptions are more configure options (api.md's names, e.g.
+	// "completedRetentionSeconds"), sent in the same configure call; they override the
+	// ones above on a clash. nil: none.
+	QueueOptions map[string]any
 }
 
 // L1 is faults.md's L1 fault load at the given rate (accepted messages per second).
@@ -63,6 +68,21 @@ type FaultRun struct {
 	emptyPolls []atomic.Int64
 	samplesMu  sync.Mutex
 	samples    []PushSample
+
+	// Progress counters, cheap enough to read every few seconds during a long run (the
+	// ledger and the logs would have to be scanned).
+	accepted atomic.Int64   // items accepted, each counted once however often retried
+	firsts   []atomic.Int64 // per group: deliveries with deliveryAttempt <= 1
+	ackMu    sync.Mutex
+	acks     []AckSample // in completion order
+}
+
+// AckSample is one consumed batch: from the pop answer's arrival to the ack's answer
+// (the consumer's decode and logging included), for the soak's pop-to-ack latency.
+type AckSample struct {
+	Popped time.Time // the pop answer arrived
+	Took   time.Duration
+	OK     bool // the ack answered and refused nothing
 }
 
 // PushSample is one push call, for latency after a fault.
@@ -92,8 +112,9 @@ func StartFaultLoad(url string, cfg FaultConfig) (*FaultRun, error) {
 	}
 	r := &FaultRun{cfg: cfg, url: url, run: fmt.Sprintf("r%d", time.Now().UnixNano()), Ledger: verify.NewLedger()}
 	c := r.client(10 * time.Second)
-	if err := c.Configure(cfg.Queue, map[string]any{"leaseTime": cfg.LeaseTime, "retryLimit": cfg.RetryLimit,
-		"dedupWindowSeconds": 300}); err != nil {
+	opts := map[string]any{"leaseTime": cfg.LeaseTime, "retryLimit": cfg.RetryLimit, "dedupWindowSeconds": 300}
+	maps.Copy(opts, cfg.QueueOptions)
+	if err := c.Configure(cfg.Queue, opts); err != nil {
 		return nil, fmt.Errorf("load: configure %s: %w", cfg.Queue, err)
 	}
 	pctx, stopP := context.WithCancel(context.Background())
@@ -103,10 +124,11 @@ func StartFaultLoad(url string, cfg FaultConfig) (*FaultRun, error) {
 		r.Logs = append(r.Logs, verify.NewGroupLog(g))
 	}
 	r.emptyPolls = make([]atomic.Int64, len(cfg.Groups)*cfg.Consumers)
+	r.firsts = make([]atomic.Int64, len(cfg.Groups))
 	for i, g := range r.Logs {
 		for j := range cfg.Consumers {
 			r.consumers.Add(1)
-			go r.consume(cctx, g, &r.emptyPolls[i*cfg.Consumers+j])
+			go r.consume(cctx, g, &r.emptyPolls[i*cfg.Consumers+j], &r.firsts[i])
 		}
 	}
 	for p := range cfg.Producers {
@@ -175,6 +197,7 @@ func (r *FaultRun) produce(ctx context.Context, id int) {
 // pushUntilAccepted pushes items (sequences from first on) until every one is accepted,
 // recording every answer in the ledger; false when the producers stopped first.
 func (r *FaultRun) pushUntilAccepted(ctx context.Context, c *Client, partition string, first int64, items []Item) bool {
+	counted := make([]bool, len(items)) // items already counted in r.accepted
 	for ctx.Err() == nil {
 		began := time.Now()
 		statuses, err := c.PushStatuses(items)
@@ -195,6 +218,10 @@ func (r *FaultRun) pushUntilAccepted(ctx context.Context, c *Client, partition s
 		for i, st := range statuses {
 			r.Ledger.Record(partition, first+int64(i), st)
 			ok = ok && verify.Accepted(st)
+			if verify.Accepted(st) && i < len(counted) && !counted[i] {
+				counted[i] = true
+				r.accepted.Add(1)
+			}
 			buffered = buffered && st == verify.StatusBuffered
 		}
 		r.sample(PushSample{At: began, Took: took, OK: ok, Buffered: buffered})
@@ -228,9 +255,56 @@ func (r *FaultRun) PushSamples(from, to time.Time) []PushSample {
 	return out
 }
 
+// PushSamplesFrom returns the push calls recorded after the first n (in the order they
+// completed) and how many there are now: a caller that passes the count back gets each
+// call exactly once, even one that began before its previous read.
+func (r *FaultRun) PushSamplesFrom(n int) ([]PushSample, int) {
+	r.samplesMu.Lock()
+	defer r.samplesMu.Unlock()
+	n = min(max(n, 0), len(r.samples))
+	return slices.Clone(r.samples[n:]), len(r.samples)
+}
+
+func (r *FaultRun) ackSample(s AckSample) {
+	r.ackMu.Lock()
+	r.acks = append(r.acks, s)
+	r.ackMu.Unlock()
+}
+
+// AckSamplesFrom returns the consumed batches recorded after the first n (in the order
+// their acks answered) and how many there are now, as PushSamplesFrom.
+func (r *FaultRun) AckSamplesFrom(n int) ([]AckSample, int) {
+	r.ackMu.Lock()
+	defer r.ackMu.Unlock()
+	n = min(max(n, 0), len(r.acks))
+	return slices.Clone(r.acks[n:]), len(r.acks)
+}
+
+// FaultProgress are a run's running counts, read without scanning the ledger or the logs.
+type FaultProgress struct {
+	Accepted  int64 // items the broker accepted
+	Delivered int64 // deliveries over every group, redeliveries included
+	// SlowestFirst is the fewest first deliveries (deliveryAttempt <= 1) of any group:
+	// Accepted - SlowestFirst is the backlog. It counts what the broker says is a first
+	// delivery; the verifier's exact count comes after the drain.
+	SlowestFirst int64
+}
+
+// Progress returns the running counts.
+func (r *FaultRun) Progress() FaultProgress {
+	p := FaultProgress{Accepted: r.accepted.Load()}
+	for i, g := range r.Logs {
+		p.Delivered += int64(g.Len())
+		if f := r.firsts[i].Load(); i == 0 || f < p.SlowestFirst {
+			p.SlowestFirst = f
+		}
+	}
+	return p
+}
+
 // consume pops the group's messages in long polls, logs every delivery and acks: a
 // poison message always fails, one item of AckFailRate of the batches fails once.
-func (r *FaultRun) consume(ctx context.Context, g *verify.GroupLog, empty *atomic.Int64) {
+func (r *FaultRun) consume(ctx context.Context, g *verify.GroupLog, empty, firsts *atomic.Int64) {
 	defer r.consumers.Done()
 	c := r.client(time.Duration(r.cfg.WaitMS)*time.Millisecond + 30*time.Second)
 	rng := rand.New(rand.NewPCG(uint64(len(g.Name)), uint64(time.Now().UnixNano())))
@@ -238,6 +312,7 @@ func (r *FaultRun) consume(ctx context.Context, g *verify.GroupLog, empty *atomi
 		TimeoutMS: r.cfg.WaitMS}.Path()
 	for ctx.Err() == nil {
 		b, err := c.Pop(path)
+		popped := time.Now()
 		if err != nil {
 			select {
 			case <-ctx.Done():
@@ -261,6 +336,9 @@ func (r *FaultRun) consume(ctx context.Context, g *verify.GroupLog, empty *atomi
 				continue
 			}
 			ds = append(ds, verify.Delivery{Partition: msg.P, Seq: msg.Seq, MessageID: m.ID, DeliveryCount: m.DeliveryAttempt})
+			if m.DeliveryAttempt <= 1 {
+				firsts.Add(1)
+			}
 			if msg.Poison {
 				failed[i] = true
 			}
@@ -269,7 +347,9 @@ func (r *FaultRun) consume(ctx context.Context, g *verify.GroupLog, empty *atomi
 		if r.cfg.AckFailRate > 0 && rng.Float64() < r.cfg.AckFailRate {
 			failed[rng.IntN(len(b.Messages))] = true
 		}
-		if refused, err := c.Ack(b, "completed", failed); err != nil || refused > 0 {
+		refused, err := c.Ack(b, "completed", failed)
+		r.ackSample(AckSample{Popped: popped, Took: time.Since(popped), OK: err == nil && refused == 0})
+		if err != nil || refused > 0 {
 			// The ack's outcome is unknown or partly refused (an expired lease, a broker
 			// gone mid-call): the span comes again.
 			parts := map[string]bool{}

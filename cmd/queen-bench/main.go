@@ -28,6 +28,9 @@ modes:
   report    the side-by-side table of a bench-hotlist run's result lines (-file)
   floor     serve issue 18's HTTP floor: the broker's routes with a push that only waits
             for a simulated 3 ms commit cycle (load it with push -broker-pid)
+  soak      faults.md's soak (L3): the verified fault load for 30 min, the broker's RSS,
+            goroutines, FDs, connections, backlog and dead tuples sampled into a CSV,
+            then the verifier and the leak criteria; exit 1 on FAIL (make soak)
 
 queen-bench <mode> -h lists the mode's flags.
 `

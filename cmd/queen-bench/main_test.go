@@ -81,6 +81,11 @@ func TestRunExitCodes(t *testing.T) {
 		{"floor bad address", func(*testing.T) []string {
 			return []string{"floor", "-addr", "256.0.0.1:0"}
 		}, 2, "floor"},
+		{"soak shorter than its warm-up", func(t *testing.T) []string {
+			return []string{"soak", "-url", "http://127.0.0.1:1", "-duration", "1m", "-warmup", "5m",
+				"-csv", filepath.Join(t.TempDir(), "soak.csv")}
+		}, 2, "must hold the warm-up"},
+		{"soak help names its flags", func(*testing.T) []string { return []string{"soak", "-h"} }, 0, "-backlog-slope"},
 		{"prefill bad batch", func(*testing.T) []string {
 			return []string{"prefill", "-url", "http://127.0.0.1:1", "-batch", "0"}
 		}, 2, "batch 0"},

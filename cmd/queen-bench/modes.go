@@ -48,6 +48,7 @@ func (m *modeFlags) summary(s load.Summary, err error) (int, error) {
 var modes = map[string]func(ctx context.Context, m *modeFlags) func() (int, error){
 	"push": pushMode, "consume": consumeMode, "latency": latencyMode, "pipeline": pipelineMode, "verify": verifyMode,
 	"prefill": prefillMode, "idle": idleMode, "rss": rssMode, "report": reportMode, "floor": floorMode,
+	"soak": soakMode,
 }
 
 func pushMode(ctx context.Context, m *modeFlags) func() (int, error) {
