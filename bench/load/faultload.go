@@ -34,6 +34,9 @@ type FaultConfig struct {
 	LeaseTime   int      // seconds
 	RetryLimit  int
 	WaitMS      int // long-poll timeout
+	// ConsumeDelay is a pause of each consumer after every batch: consumers slower than
+	// the producers (faults.md L4, overload).
+	ConsumeDelay time.Duration
 	// QueueOptions are more configure options (api.md's names, e.g.
 	// "completedRetentionSeconds"), sent in the same configure call; they override the
 	// ones above on a clash. nil: none.
@@ -358,6 +361,12 @@ func (r *FaultRun) consume(ctx context.Context, g *verify.GroupLog, empty, first
 			}
 			for p := range parts {
 				g.AckFailed(p)
+			}
+		}
+		if d := r.cfg.ConsumeDelay; d > 0 {
+			select {
+			case <-ctx.Done():
+			case <-time.After(d):
 			}
 		}
 	}

@@ -115,16 +115,13 @@ func startBrokerTmpfs(t testing.TB, db string, env map[string]string, size strin
 // start launches the process and waits until /health answers.
 func (b *brokerProc) start() {
 	b.t.Helper()
-	cmd := exec.Command(brokerBin)
+	cmd := newBrokerCmd(context.Background(), b.env)
 	if b.tmpfs != "" {
 		// A mount namespace of its own: the tmpfs is the broker's only, never the host's.
 		cmd = exec.Command("unshare", "-m", "--propagation", "private", "sh", "-c",
 			`mkdir -p "$1" && mount -t tmpfs -o size="$2" tmpfs "$1" && exec "$3"`, "sh", b.Spool, b.tmpfs, brokerBin)
 	}
-	cmd.Env = os.Environ()
-	for k, v := range b.env {
-		cmd.Env = append(cmd.Env, k+"="+v)
-	}
+	cmd.Env = brokerEnv(b.env)
 	cmd.Stdout, cmd.Stderr = b.log, b.log
 	fmt.Fprintf(b.log, "=== start %s\n", time.Now().Format(time.RFC3339Nano))
 	if err := cmd.Start(); err != nil {
@@ -137,6 +134,21 @@ func (b *brokerProc) start() {
 		close(done)
 	}()
 	b.waitHealthy()
+}
+
+// newBrokerCmd is the broker's command with env on top of the test's environment.
+func newBrokerCmd(ctx context.Context, env map[string]string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, brokerBin)
+	cmd.Env = brokerEnv(env)
+	return cmd
+}
+
+func brokerEnv(env map[string]string) []string {
+	out := os.Environ()
+	for k, v := range env {
+		out = append(out, k+"="+v)
+	}
+	return out
 }
 
 // waitHealthy polls /health until it answers 200, the process exits or a minute passes.
@@ -295,4 +307,24 @@ func (b *brokerProc) quarantined() []string {
 		out = append(out, e.Name())
 	}
 	return out
+}
+
+// rss is the broker process's resident memory, bytes (/proc/PID/status VmRSS).
+func (b *brokerProc) rss(t testing.TB) int64 {
+	t.Helper()
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", b.cmd.Process.Pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.SplitSeq(string(raw), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			if err != nil {
+				t.Fatalf("VmRSS %q: %v", v, err)
+			}
+			return kb << 10
+		}
+	}
+	t.Fatalf("no VmRSS in /proc/%d/status", b.cmd.Process.Pid)
+	return 0
 }

@@ -112,3 +112,46 @@ func queryInt(t testing.TB, db, sql string, args ...any) int64 {
 	}
 	return n
 }
+
+// holdLock holds an ACCESS EXCLUSIVE lock on the partitions table of db for d (the F7
+// lock storm), then rolls back.
+func holdLock(ctx context.Context, db string, d time.Duration) error {
+	conn, err := pgx.Connect(ctx, db)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback(context.Background()) }()
+	if _, err := tx.Exec(ctx, "LOCK TABLE queen.log_partitions IN ACCESS EXCLUSIVE MODE"); err != nil {
+		return fmt.Errorf("lock storm: %w", err)
+	}
+	time.Sleep(d)
+	return nil
+}
+
+// holdSnapshot opens a transaction that takes a transaction id and then sits idle for d
+// (the F8 long transaction): the cluster's xmin horizon stays behind it.
+func holdSnapshot(ctx context.Context, db string, d time.Duration) error {
+	conn, err := pgx.Connect(ctx, db)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback(context.Background()) }()
+	if _, err := tx.Exec(ctx, "SELECT txid_current()"); err != nil {
+		return fmt.Errorf("long transaction: %w", err)
+	}
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
+	}
+	return nil
+}
