@@ -18,6 +18,16 @@ type api struct {
 	c    *http.Client
 }
 
+// setup starts a broker on a fresh database (env on top of startBroker's) and returns
+// the database's URL, the broker and a client of it: the start of every targeted
+// scenario.
+func setup(t testing.TB, env map[string]string) (string, *brokerProc, *api) {
+	t.Helper()
+	db := pg.newDatabase(t)
+	b := startBroker(t, db, env)
+	return db, b, newAPI(t, b)
+}
+
 func newAPI(t testing.TB, b *brokerProc) *api {
 	c := &http.Client{Timeout: 30 * time.Second}
 	t.Cleanup(c.CloseIdleConnections)

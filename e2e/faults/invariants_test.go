@@ -116,26 +116,18 @@ func queryInt(t testing.TB, db, sql string, args ...any) int64 {
 // holdLock holds an ACCESS EXCLUSIVE lock on the partitions table of db for d (the F7
 // lock storm), then rolls back.
 func holdLock(ctx context.Context, db string, d time.Duration) error {
-	conn, err := pgx.Connect(ctx, db)
-	if err != nil {
-		return err
-	}
-	defer conn.Close(context.Background())
-	tx, err := conn.Begin(ctx)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = tx.Rollback(context.Background()) }()
-	if _, err := tx.Exec(ctx, "LOCK TABLE queen.log_partitions IN ACCESS EXCLUSIVE MODE"); err != nil {
-		return fmt.Errorf("lock storm: %w", err)
-	}
-	time.Sleep(d)
-	return nil
+	return holdTx(ctx, db, "LOCK TABLE queen.log_partitions IN ACCESS EXCLUSIVE MODE", d)
 }
 
 // holdSnapshot opens a transaction that takes a transaction id and then sits idle for d
 // (the F8 long transaction): the cluster's xmin horizon stays behind it.
 func holdSnapshot(ctx context.Context, db string, d time.Duration) error {
+	return holdTx(ctx, db, "SELECT txid_current()", d)
+}
+
+// holdTx runs stmt in a transaction on db and keeps the transaction open for d (or until
+// ctx ends), then rolls it back.
+func holdTx(ctx context.Context, db, stmt string, d time.Duration) error {
 	conn, err := pgx.Connect(ctx, db)
 	if err != nil {
 		return err
@@ -146,8 +138,8 @@ func holdSnapshot(ctx context.Context, db string, d time.Duration) error {
 		return err
 	}
 	defer func() { _ = tx.Rollback(context.Background()) }()
-	if _, err := tx.Exec(ctx, "SELECT txid_current()"); err != nil {
-		return fmt.Errorf("long transaction: %w", err)
+	if _, err := tx.Exec(ctx, stmt); err != nil {
+		return fmt.Errorf("%s: %w", stmt, err)
 	}
 	select {
 	case <-ctx.Done():

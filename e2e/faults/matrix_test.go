@@ -196,9 +196,7 @@ func TestFaultF7LockStorm(t *testing.T) {
 // is dropped.
 func TestFaultF10SpoolCorruption(t *testing.T) {
 	fullOnly(t)
-	db := pg.newDatabase(t)
-	b := startBroker(t, db, map[string]string{"FILE_BUFFER_EVENTS_PER_FILE": "10"})
-	a := newAPI(t, b)
+	_, b, a := setup(t, map[string]string{"FILE_BUFFER_EVENTS_PER_FILE": "10"})
 	pg.crash(t)
 	up := false
 	t.Cleanup(func() {
@@ -281,9 +279,7 @@ func flipMarker(t *testing.T, file, marker string) {
 // redelivery comes before any later message.
 func TestFaultF13DisconnectAfterClaim(t *testing.T) {
 	fullOnly(t)
-	db := pg.newDatabase(t)
-	b := startBroker(t, db, nil)
-	a := newAPI(t, b)
+	_, b, a := setup(t, nil)
 	a.configure("f13", map[string]any{"leaseTime": 3})
 	a.push(item("f13", "p", "m0"), item("f13", "p", "m1"))
 	conn, err := net.Dial("tcp", strings.TrimPrefix(b.URL, "http://"))
@@ -315,9 +311,7 @@ func TestFaultF13DisconnectAfterClaim(t *testing.T) {
 // success:false and renewed 0 there (the wire contract; faults.md's row suggests 409/404).
 func TestFaultF15LeaseExtend(t *testing.T) {
 	fullOnly(t)
-	db := pg.newDatabase(t)
-	b := startBroker(t, db, nil)
-	a := newAPI(t, b)
+	_, _, a := setup(t, nil)
 	a.configure("f15", map[string]any{"leaseTime": 2})
 	a.push(item("f15", "p", "m0"))
 	p := a.pop("f15?batch=1&consumerGroup=g")

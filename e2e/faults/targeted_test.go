@@ -15,9 +15,7 @@ import (
 
 // TestFaultF16DuplicateRetries: faults.md F16 (a)-(f), one queue per case.
 func TestFaultF16DuplicateRetries(t *testing.T) {
-	db := pg.newDatabase(t)
-	b := startBroker(t, db, nil)
-	a := newAPI(t, b)
+	_, b, a := setup(t, nil)
 	pass := true
 	check := func(ok bool, format string, args ...any) {
 		t.Helper()
@@ -108,9 +106,7 @@ func TestFaultF16DuplicateRetries(t *testing.T) {
 // TestFaultF22PoisonLoop: 100 messages that always fail are each delivered exactly
 // retryLimit + 1 times, then dead-lettered with their last error; the partition goes on.
 func TestFaultF22PoisonLoop(t *testing.T) {
-	db := pg.newDatabase(t)
-	b := startBroker(t, db, nil)
-	a := newAPI(t, b)
+	db, _, a := setup(t, nil)
 	const poison, retryLimit = 100, 3
 	a.configure("poison", map[string]any{"retryLimit": retryLimit, "leaseTime": 30})
 	var items []pushItem
@@ -183,9 +179,7 @@ func TestFaultF22PoisonLoop(t *testing.T) {
 // killed; started again with PostgreSQL up, all three are delivered (a small spool file
 // is never discarded).
 func TestFaultF11TinySpoolKill(t *testing.T) {
-	db := pg.newDatabase(t)
-	b := startBroker(t, db, nil)
-	a := newAPI(t, b)
+	db, b, a := setup(t, nil)
 	a.configure("tiny", map[string]any{"leaseTime": 30})
 	pg.crash(t)
 	restarted := false
@@ -233,9 +227,7 @@ func TestFaultF11TinySpoolKill(t *testing.T) {
 // TestFaultF14LeaseFencing: a lease expires; the messages go to the next pop with the
 // attempt counted up; the late ack of the old lease does not complete the new delivery.
 func TestFaultF14LeaseFencing(t *testing.T) {
-	db := pg.newDatabase(t)
-	b := startBroker(t, db, nil)
-	a := newAPI(t, b)
+	db, _, a := setup(t, nil)
 	a.configure("fence", map[string]any{"leaseTime": 2})
 	a.push(item("fence", "p", "m0"), item("fence", "p", "m1"), item("fence", "p", "m2"))
 	first := a.pop("fence?batch=10&consumerGroup=g")
@@ -325,9 +317,7 @@ func TestFaultF9SpoolDiskFull(t *testing.T) {
 // lease nothing: a fresh consumer then gets all of 100 new messages within 2 s, and the
 // broker's goroutines and database connections come back to where they were within 5 s.
 func TestFaultF12DisconnectMidLongPoll(t *testing.T) {
-	db := pg.newDatabase(t)
-	b := startBroker(t, db, nil)
-	a := newAPI(t, b)
+	db, b, a := setup(t, nil)
 	a.configure("f12", map[string]any{"leaseTime": 30})
 	goroutines := func() float64 {
 		n, err := b.metric(context.Background(), "go_goroutines")
