@@ -37,6 +37,9 @@ type FaultConfig struct {
 	// ConsumeDelay is a pause of each consumer after every batch: consumers slower than
 	// the producers (faults.md L4, overload).
 	ConsumeDelay time.Duration
+	// ConsumeURL, when set, is another broker (on the same database) the consumers pop
+	// from and ack through, while the producers push through the one StartFaultLoad got.
+	ConsumeURL string
 	// QueueOptions are more configure options (api.md's names, e.g.
 	// "completedRetentionSeconds"), sent in the same configure call; they override the
 	// ones above on a clash. nil: none.
@@ -110,11 +113,16 @@ func StartFaultLoad(url string, cfg FaultConfig) (*FaultRun, error) {
 	if _, err := parseBase(url); err != nil {
 		return nil, err
 	}
+	if cfg.ConsumeURL == "" {
+		cfg.ConsumeURL = url
+	} else if _, err := parseBase(cfg.ConsumeURL); err != nil {
+		return nil, err
+	}
 	if cfg.Partitions < 1 || cfg.Producers < 1 || cfg.Rate < 1 || len(cfg.Groups) == 0 || cfg.Consumers < 1 {
 		return nil, fmt.Errorf("load: fault load %+v: partitions, producers, rate, groups and consumers must be positive", cfg)
 	}
 	r := &FaultRun{cfg: cfg, url: url, run: fmt.Sprintf("r%d", time.Now().UnixNano()), Ledger: verify.NewLedger()}
-	c := r.client(10 * time.Second)
+	c := r.client(r.url, 10*time.Second)
 	opts := map[string]any{"leaseTime": cfg.LeaseTime, "retryLimit": cfg.RetryLimit, "dedupWindowSeconds": 300}
 	maps.Copy(opts, cfg.QueueOptions)
 	if err := c.Configure(cfg.Queue, opts); err != nil {
@@ -141,9 +149,10 @@ func StartFaultLoad(url string, cfg FaultConfig) (*FaultRun, error) {
 	return r, nil
 }
 
-// client is a Client of this run, aborted when the run stops (the URL was checked).
-func (r *FaultRun) client(timeout time.Duration) *Client {
-	c, _ := NewClient(r.url, timeout)
+// client is a Client of url for this run, aborted when the run stops (the URLs were
+// checked).
+func (r *FaultRun) client(url string, timeout time.Duration) *Client {
+	c, _ := NewClient(url, timeout)
 	r.clients.Store(c, struct{}{})
 	return c
 }
@@ -156,7 +165,7 @@ func (r *FaultRun) partition(i int) string { return fmt.Sprintf("p%03d", i) }
 // once the previous ones are accepted, so the ledger's order is the partition's order.
 func (r *FaultRun) produce(ctx context.Context, id int) {
 	defer r.producers.Done()
-	c := r.client(30 * time.Second)
+	c := r.client(r.url, 30*time.Second)
 	rng := rand.New(rand.NewPCG(uint64(id), uint64(time.Now().UnixNano())))
 	var mine []int
 	for i := id; i < r.cfg.Partitions; i += r.cfg.Producers {
@@ -309,7 +318,7 @@ func (r *FaultRun) Progress() FaultProgress {
 // poison message always fails, one item of AckFailRate of the batches fails once.
 func (r *FaultRun) consume(ctx context.Context, g *verify.GroupLog, empty, firsts *atomic.Int64) {
 	defer r.consumers.Done()
-	c := r.client(time.Duration(r.cfg.WaitMS)*time.Millisecond + 30*time.Second)
+	c := r.client(r.cfg.ConsumeURL, time.Duration(r.cfg.WaitMS)*time.Millisecond+30*time.Second)
 	rng := rand.New(rand.NewPCG(uint64(len(g.Name)), uint64(time.Now().UnixNano())))
 	path := PopParams{Queue: r.cfg.Queue, Group: g.Name, Batch: 100, Partitions: 4, Wait: true,
 		TimeoutMS: r.cfg.WaitMS}.Path()

@@ -96,4 +96,17 @@
 // int64 overflow and every number in the JSON report is exact in a float64; one
 // entity's seen sequences may span at most MaxSpan, which bounds the bitset a corrupt
 // line could make the verifier allocate.
+//
+// # The fault verifier (ledger.go)
+//
+// CheckLedger is faults.md §6.2 for runs where things break: the ground truth is a
+// Ledger of every push answer per (partition, sequence) (an accepted status, queued,
+// buffered or duplicate, is a promise and is never replaced by a later retry's failure),
+// the observation one GroupLog of deliveries per consumer group, kept in memory. Per
+// group it counts lost items (accepted, never delivered), stored duplicates (a sequence
+// delivered again with deliveryAttempt 1, or under another message id: two stored
+// copies), order violations (a first delivery below the highest one; not fatal in a
+// partition where an ack call itself failed), gaps, items in flight (accepted above the
+// highest delivered) and deliveries of sequences never pushed; every one of them fails
+// the run, so CheckLedger is meant for after the final drain.
 package verify

@@ -27,6 +27,15 @@
 //     copy per transaction id, no double dead letter, no lease held, every cursor at its
 //     partition's end), and the spool's backlog and quarantine empty.
 //
+// # The scenarios
+//
+// scenarios_test.go holds the runner (broker, load, fault, drain, verdict) with the
+// control, F1 and F3; targeted_test.go the faults of make test that need no load or
+// check more than the verifier (F9, F11, F12, F14, F16, F17, F22); l2_test.go L2, whose
+// copiers are this test binary re-executed (QUEEN_FAULTS_COPIER), so that kill -9 is
+// real; matrix_test.go the rest of faults.md's matrix, which only make faults runs.
+// docs/reliability.md holds the table of a whole run and what the runs found.
+//
 // TestMain prints the table of every scenario that ran (fault, acknowledged, delivered,
 // lost, order violations, stored duplicates, time to recover) and writes it to the file
 // QUEEN_FAULTS_TABLE names. Without QUEEN_FAULTS_FULL only the fast faults run (make

@@ -513,3 +513,25 @@ func TestFaultF19Overload(t *testing.T) {
 			return 0
 		}})
 }
+
+// TestFaultF21TwoBrokers: producers push through broker A, consumers pop through broker B
+// of the same database; A is killed -9 mid-load and restarted. B keeps delivering while
+// A is down, and nothing A accepted is lost.
+func TestFaultF21TwoBrokers(t *testing.T) {
+	fullOnly(t)
+	cfg := load.L1("f21", ciRate)
+	cfg.ConsumeDelay = 150 * time.Millisecond // a backlog for B to serve while A is down
+	runScenario(t, scenario{name: "F21 two brokers, push via A (kill -9), pop via B", cfg: cfg, second: true,
+		warm: 30 * time.Second, after: 30 * time.Second, inject: func(t *testing.T, f *faultRun) time.Duration {
+			progress := func() int64 { return f.load.Progress().Delivered }
+			killed := time.Now()
+			f.broker.kill()
+			before := progress()
+			time.Sleep(3 * time.Second) // A is down: B keeps serving what A committed
+			if after := progress(); after <= before {
+				t.Errorf("no delivery through B while A was down (%d deliveries before, %d after)", before, after)
+			}
+			f.broker.restart()
+			return recoveredAfter(t, f.load, killed)
+		}})
+}

@@ -18,6 +18,7 @@ type scenario struct {
 	cfg    load.FaultConfig
 	env    map[string]string // broker configuration on top of startBroker's
 	tmpfs  string            // the spool on a tmpfs of this size (startBrokerTmpfs)
+	second bool              // a second broker on the same database serves the consumers
 	warm   time.Duration     // load before the fault
 	after  time.Duration     // load after the fault
 	inject func(t *testing.T, f *faultRun) time.Duration
@@ -27,6 +28,7 @@ type scenario struct {
 type faultRun struct {
 	db     string
 	broker *brokerProc
+	other  *brokerProc // the consumers' broker when scenario.second is set
 	load   *load.FaultRun
 }
 
@@ -34,6 +36,11 @@ type faultRun struct {
 func runScenario(t *testing.T, s scenario) {
 	db := pg.newDatabase(t)
 	b := startBrokerTmpfs(t, db, s.env, s.tmpfs)
+	var other *brokerProc
+	if s.second {
+		other = startBroker(t, db, s.env)
+		s.cfg.ConsumeURL = other.URL
+	}
 	r, err := load.StartFaultLoad(b.URL, s.cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -42,7 +49,7 @@ func runScenario(t *testing.T, s scenario) {
 	time.Sleep(s.warm) // load runs: the fault hits a broker under traffic
 	recovery := time.Duration(0)
 	if s.inject != nil {
-		recovery = s.inject(t, &faultRun{db: db, broker: b, load: r})
+		recovery = s.inject(t, &faultRun{db: db, broker: b, other: other, load: r})
 	}
 	time.Sleep(s.after)
 	took := r.Drain(b.spoolEmpty, 3*time.Minute)
