@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -28,7 +27,11 @@ var brokerBin string
 func buildBroker(dir string) (string, error) {
 	goBin, err := exec.LookPath("go")
 	if err != nil {
-		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
+		// go test puts its toolchain's GOROOT in the environment of the test binary.
+		goBin = filepath.Join(os.Getenv("GOROOT"), "bin", "go")
+		if _, statErr := os.Stat(goBin); os.Getenv("GOROOT") == "" || statErr != nil {
+			return "", fmt.Errorf("the go command is needed to build the broker: %w", err)
+		}
 	}
 	out := filepath.Join(dir, "queen-server")
 	cmd := exec.Command(goBin, "build", "-race", "-o", out, "github.com/queen-go/queen/cmd/server")
