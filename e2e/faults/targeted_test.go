@@ -315,7 +315,8 @@ func TestFaultF9SpoolDiskFull(t *testing.T) {
 
 // TestFaultF12DisconnectMidLongPoll: 50 long polls abandoned by their clients after 0-2 s
 // lease nothing: a fresh consumer then gets all of 100 new messages within 2 s, and the
-// broker's goroutines and database connections come back to where they were within 5 s.
+// broker's goroutines and database connections come back to where they were within 5 s
+// (CI, on cores shared with other packages' tests, allows 10 s and 15 s).
 func TestFaultF12DisconnectMidLongPoll(t *testing.T) {
 	db, b, a := setup(t, nil)
 	a.configure("f12", map[string]any{"leaseTime": 30})
@@ -357,7 +358,9 @@ func TestFaultF12DisconnectMidLongPoll(t *testing.T) {
 	a.push(items...)
 	began := time.Now()
 	got := map[string]bool{}
-	for len(got) < 100 && time.Since(began) < 2*time.Second {
+	// faults.md: within 2 s (make faults); CI's shared cores get 10 s, still far below the
+	// 30 s an abandoned poll's lease would hold the messages.
+	for len(got) < 100 && time.Since(began) < sized(10*time.Second, 2*time.Second) {
 		if p := a.pop("f12?batch=100&partitions=10&consumerGroup=g&wait=true&timeout=500"); p != nil {
 			for _, m := range p.Messages {
 				got[m.TransactionID] = true
@@ -371,7 +374,7 @@ func TestFaultF12DisconnectMidLongPoll(t *testing.T) {
 		t.Errorf("a fresh consumer got %d of 100 messages in %v: leases held for abandoned polls?", len(got), took)
 	}
 	settled := false
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+	for deadline := time.Now().Add(sized(15*time.Second, 5*time.Second)); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
 		g, c := goroutines(), conns()
 		if g <= baseG*1.1+2 && float64(c) <= float64(baseC)*1.1+1 {
 			settled = true
@@ -380,7 +383,7 @@ func TestFaultF12DisconnectMidLongPoll(t *testing.T) {
 	}
 	if !settled {
 		pass = false
-		t.Errorf("5 s after the disconnects: %v goroutines (baseline %v), %d database connections (baseline %d)",
+		t.Errorf("after the disconnects (5 s in make faults, 15 s in CI): %v goroutines (baseline %v), %d database connections (baseline %d)",
 			goroutines(), baseG, conns(), baseC)
 	}
 	recordTargeted("F12 client disconnect mid long-poll (50 polls)", 100, int64(len(got)), took, pass)
