@@ -124,7 +124,23 @@ func (k *known) evict(cutoff time.Time) {
 	if k.head > 0 && k.head >= len(k.fifo)/2 {
 		n := copy(k.fifo, k.fifo[k.head:])
 		k.fifo, k.head = k.fifo[:n], 0
+		k.rehash()
 	}
+}
+
+// rehash replaces the hash map by a fresh one holding the same entries. Go's maps never
+// shrink, and a map under steady insert/delete churn grows its table though its entry
+// count stays the same (deleted slots become tombstones that only a growth reclaims):
+// a soak at 2,000 msg/s over 1,000 partitions saw the cache's heap go from 48 to 88 MB
+// between minutes 5 and 30 with a constant 600 entries per partition (TestKnownChurn).
+// Rebuilding at each compaction, about once per window, costs one insert per entry
+// per window and keeps the table at the size of its live entries.
+func (k *known) rehash() {
+	fresh := make(map[[16]byte]int64, len(k.hashes))
+	for h, at := range k.hashes {
+		fresh[h] = at
+	}
+	k.hashes = fresh
 }
 
 func (k *known) reset() {
