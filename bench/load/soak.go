@@ -18,9 +18,12 @@ import (
 // and ack updates, and the segments retention deletes.
 var HotTables = [...]string{"log_partitions", "log_consumers", "log_segments"}
 
-// Tuples are one table's n_dead_tup and n_live_tup (pg_stat_user_tables: estimates);
+// Tuples are one table's n_dead_tup and n_live_tup (pg_stat_user_tables: estimates) and
+// its size on disk in bytes, indexes and TOAST included (pg_total_relation_size): a table
+// of a few pages updated thousands of times a second has a dead/live ratio far above one
+// most of the time, and what tells bloat from churn is whether its size stays bounded.
 // NaN when not read.
-type Tuples struct{ Dead, Live float64 }
+type Tuples struct{ Dead, Live, Bytes float64 }
 
 // ratio is dead / live; a table with no live tuple counts as one, so a handful of dead
 // tuples in an empty table do not read as infinite bloat.
@@ -50,7 +53,7 @@ func soakColumns() []string {
 	cols := []string{"elapsed_s", "accepted_msgs", "delivered_msgs", "push_p50_ms", "push_p99_ms", "pop_ack_p99_ms",
 		"rss_bytes", "goroutines", "open_fds", "threads", "pg_conns", "backlog_msgs"}
 	for _, t := range HotTables {
-		cols = append(cols, t+"_dead_tup", t+"_live_tup")
+		cols = append(cols, t+"_dead_tup", t+"_live_tup", t+"_bytes")
 	}
 	return append(cols, "spool_pending_records")
 }
@@ -62,7 +65,7 @@ func (s SoakSample) cells() []string {
 		fnum(s.RSS, 0), fnum(s.Goroutines, 0), fnum(s.FDs, 0), fnum(s.Threads, 0), fnum(s.PGConns, 0),
 		strconv.FormatInt(s.Backlog, 10)}
 	for _, t := range s.Tuples {
-		c = append(c, fnum(t.Dead, 0), fnum(t.Live, 0))
+		c = append(c, fnum(t.Dead, 0), fnum(t.Live, 0), fnum(t.Bytes, 0))
 	}
 	return append(c, fnum(s.SpoolPending, 0))
 }

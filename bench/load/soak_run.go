@@ -204,7 +204,7 @@ func (p *soakProbe) sample(ctx context.Context) SoakSample {
 	s.Goroutines, s.SpoolPending = metricOrNaN(m, sampleGoroutines), metricOrNaN(m, sampleSpoolPending)
 	s.PGConns = math.NaN()
 	for i := range s.Tuples {
-		s.Tuples[i] = Tuples{math.NaN(), math.NaN()}
+		s.Tuples[i] = Tuples{math.NaN(), math.NaN(), math.NaN()}
 	}
 	if p.pg != nil {
 		if n, err := p.pg.BrokerConns(ctx, brokerAppPrefix); err == nil {
@@ -320,16 +320,16 @@ func (p *PGStat) BrokerConns(ctx context.Context, prefix string) (int64, error) 
 	return n, nil
 }
 
-// HotTuples reads n_dead_tup and n_live_tup of HotTables (schema queen) in the
+// HotTuples reads n_dead_tup, n_live_tup and the total size of HotTables (schema queen) in the
 // connection's database; a table not found stays NaN.
 func (p *PGStat) HotTuples(ctx context.Context) ([len(HotTables)]Tuples, error) {
 	var out [len(HotTables)]Tuples
 	for i := range out {
-		out[i] = Tuples{math.NaN(), math.NaN()}
+		out[i] = Tuples{math.NaN(), math.NaN(), math.NaN()}
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	rows, err := p.conn.Query(ctx, `SELECT relname::text, n_dead_tup, n_live_tup FROM pg_stat_user_tables
+	rows, err := p.conn.Query(ctx, `SELECT relname::text, n_dead_tup, n_live_tup, pg_total_relation_size(relid) FROM pg_stat_user_tables
 		WHERE schemaname = 'queen' AND relname = ANY($1)`, pgx.QueryExecModeSimpleProtocol, HotTables[:])
 	if err != nil {
 		return out, fmt.Errorf("load: pg_stat_user_tables: %w", err)
@@ -337,13 +337,13 @@ func (p *PGStat) HotTuples(ctx context.Context) ([len(HotTables)]Tuples, error) 
 	defer rows.Close()
 	for rows.Next() {
 		var name string
-		var dead, live int64
-		if err := rows.Scan(&name, &dead, &live); err != nil {
+		var dead, live, size int64
+		if err := rows.Scan(&name, &dead, &live, &size); err != nil {
 			return out, fmt.Errorf("load: pg_stat_user_tables: %w", err)
 		}
 		for i, t := range HotTables {
 			if t == name {
-				out[i] = Tuples{float64(dead), float64(live)}
+				out[i] = Tuples{float64(dead), float64(live), float64(size)}
 			}
 		}
 	}

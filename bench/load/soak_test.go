@@ -65,7 +65,7 @@ func TestCheckSoak(t *testing.T) {
 		{name: "goroutines and PostgreSQL not measured", change: func(o *SoakOutcome) {
 			for i := range o.Samples {
 				o.Samples[i].Goroutines, o.Samples[i].PGConns = math.NaN(), math.NaN()
-				o.Samples[i].Tuples = [len(HotTables)]Tuples{{math.NaN(), math.NaN()}, {math.NaN(), math.NaN()}, {math.NaN(), math.NaN()}}
+				o.Samples[i].Tuples = [len(HotTables)]Tuples{{math.NaN(), math.NaN(), math.NaN()}, {math.NaN(), math.NaN(), math.NaN()}, {math.NaN(), math.NaN(), math.NaN()}}
 			}
 		}, na: []string{"goroutines", "PG connections", "dead/live tuples"}},
 		{name: "one sample after the warm-up", change: func(o *SoakOutcome) { o.Warmup = 2 * time.Minute },
@@ -133,7 +133,7 @@ func TestSoakCSV(t *testing.T) {
 	}
 	s := SoakSample{Elapsed: 10500 * time.Millisecond, Accepted: 21000, Delivered: 42010, PushP50: 2.5, PushP99: 17.25,
 		PopAckP99: math.NaN(), RSS: 104857600, Goroutines: math.NaN(), FDs: 41, Threads: 12, PGConns: 19, Backlog: 840,
-		Tuples: [len(HotTables)]Tuples{{12, 1000}, {3, 2000}, {math.NaN(), math.NaN()}}, SpoolPending: 0}
+		Tuples: [len(HotTables)]Tuples{{12, 1000, 90112}, {3, 2000, 8192}, {math.NaN(), math.NaN(), math.NaN()}}, SpoolPending: 0}
 	if err := w.Write(s); err != nil {
 		t.Fatal(err)
 	}
@@ -144,8 +144,9 @@ func TestSoakCSV(t *testing.T) {
 	want := [][]string{
 		{"elapsed_s", "accepted_msgs", "delivered_msgs", "push_p50_ms", "push_p99_ms", "pop_ack_p99_ms", "rss_bytes",
 			"goroutines", "open_fds", "threads", "pg_conns", "backlog_msgs", "log_partitions_dead_tup", "log_partitions_live_tup",
-			"log_consumers_dead_tup", "log_consumers_live_tup", "log_segments_dead_tup", "log_segments_live_tup", "spool_pending_records"},
-		{"10.5", "21000", "42010", "2.50", "17.25", "", "104857600", "", "41", "12", "19", "840", "12", "1000", "3", "2000", "", "", "0"},
+			"log_partitions_bytes", "log_consumers_dead_tup", "log_consumers_live_tup", "log_consumers_bytes",
+			"log_segments_dead_tup", "log_segments_live_tup", "log_segments_bytes", "spool_pending_records"},
+		{"10.5", "21000", "42010", "2.50", "17.25", "", "104857600", "", "41", "12", "19", "840", "12", "1000", "90112", "3", "2000", "8192", "", "", "", "0"},
 	}
 	if len(rows) != len(want) {
 		t.Fatalf("%d rows, want %d: %q", len(rows), len(want), rows)
