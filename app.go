@@ -16,6 +16,7 @@ import (
 	"github.com/queen-go/queen/core/hotlist"
 	"github.com/queen-go/queen/core/maintenance"
 	"github.com/queen-go/queen/core/peers"
+	"github.com/queen-go/queen/core/readiness"
 	"github.com/queen-go/queen/core/retention"
 	"github.com/queen-go/queen/core/spool"
 )
@@ -35,6 +36,7 @@ type App struct {
 	mesh    *peers.Mesh
 	ret     *retention.Job
 	keys    *jwks.Client // the JWKS of token verification; nil without JWT_JWKS_URL
+	ready   *readiness.Check
 	http    *http.Server
 
 	ln     net.Listener
@@ -43,9 +45,10 @@ type App struct {
 
 // NewApp assembles the broker from its components.
 func NewApp(cfg config.Config, log *slog.Logger, flags *maintenance.Flags, b *fusion.Batcher, sp *spool.Spool,
-	d *drain.Drainer, hot *hotlist.List, mesh *peers.Mesh, ret *retention.Job, keys *jwks.Client, srv *http.Server) *App {
-	return &App{cfg: cfg, log: log, flags: flags, batcher: b, spool: sp, drainer: d, hot: hot, mesh: mesh, ret: ret, keys: keys, http: srv,
-		failed: make(chan error, 1)}
+	d *drain.Drainer, hot *hotlist.List, mesh *peers.Mesh, ret *retention.Job, keys *jwks.Client, ready *readiness.Check,
+	srv *http.Server) *App {
+	return &App{cfg: cfg, log: log, flags: flags, batcher: b, spool: sp, drainer: d, hot: hot, mesh: mesh, ret: ret, keys: keys,
+		ready: ready, http: srv, failed: make(chan error, 1)}
 }
 
 // Logger is the broker's logger.
@@ -84,7 +87,7 @@ func (a *App) Start(ctx context.Context) error {
 	if !a.cfg.JWTEnabled {
 		a.log.Warn("authentication is off (JWT_ENABLED=false): every request is allowed")
 	}
-	a.log.Info("queen-go listening", "addr", ln.Addr().String(), "version", Version)
+	a.log.Info("queen-go listening", "addr", ln.Addr().String(), "version", Version, "config", a.cfg)
 	return nil
 }
 
@@ -100,6 +103,7 @@ func (a *App) Failed() <-chan error { return a.failed }
 // ctx says), flush and close the spool, stop re-reading the maintenance flags. Every
 // step runs even when an earlier one failed.
 func (a *App) Stop(ctx context.Context) error {
+	a.ready.Stopping() // GET /ready answers 503 from here on
 	a.log.Info("shutting down: draining in-flight requests", "timeout", a.cfg.ShutdownTimeout)
 	var errs []error
 	if err := a.http.Shutdown(ctx); err != nil {

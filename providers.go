@@ -29,6 +29,7 @@ import (
 	"github.com/queen-go/queen/core/peers"
 	"github.com/queen-go/queen/core/push"
 	"github.com/queen-go/queen/core/queues"
+	"github.com/queen-go/queen/core/readiness"
 	"github.com/queen-go/queen/core/retention"
 	"github.com/queen-go/queen/core/segment"
 	"github.com/queen-go/queen/core/spool"
@@ -70,6 +71,7 @@ var ProviderSet = wire.NewSet(
 	ProvideRetention,
 	ProvideKeySet,
 	ProvideVerifier,
+	ProvideReadiness,
 	ProvideHandler,
 	ProvideHTTPServer,
 	NewApp,
@@ -96,12 +98,13 @@ var DrainSet = wire.NewSet(
 	ProvideDrainJob,
 )
 
-// ProvideLogger builds the process logger from LOG_LEVEL and QUEEN_LOG_JSON.
+// ProvideLogger builds the process logger from LOG_LEVEL and LOG_FORMAT (or Queen's
+// QUEEN_LOG_JSON).
 func ProvideLogger(cfg config.Config) *slog.Logger {
 	hopts := &slog.HandlerOptions{Level: cfg.SlogLevel()}
-	var h slog.Handler = slog.NewTextHandler(cfg.LogOutput(), hopts)
-	if cfg.LogJSON {
-		h = slog.NewJSONHandler(cfg.LogOutput(), hopts)
+	var h slog.Handler = slog.NewJSONHandler(cfg.LogOutput(), hopts)
+	if cfg.LogFormat == "text" {
+		h = slog.NewTextHandler(cfg.LogOutput(), hopts)
 	}
 	return slog.New(h).With("server_id", cfg.ServerID)
 }
@@ -253,11 +256,17 @@ func ProvideConsumeService(store *postgres.Store, codec *segment.Codec, sealer *
 	})
 }
 
+// ProvideReadiness builds GET /ready's check over the database and the spool's writes.
+func ProvideReadiness(store *postgres.Store, d *drain.Drainer) *readiness.Check {
+	return readiness.New(store, func() time.Time { return d.Status().SpoolWriteFailedAt }, readiness.Options{})
+}
+
 // ProvideHandler builds the HTTP routes.
 func ProvideHandler(p *push.Service, c *consume.Service, m *maintenance.Flags, qs *queues.Service, d *drain.Drainer,
 	store *postgres.Store, b *fusion.Batcher, limiter *vegas.Limiter, hot *hotlist.List, mesh *peers.Mesh,
 	waker *consume.Waker, resources *adminapi.Resources, groups *adminapi.Groups, messages *adminapi.Messages,
-	traces *adminapi.Traces, ret *retention.Job, verifier *auth.Verifier, cfg config.Config, log *slog.Logger) http.Handler {
+	traces *adminapi.Traces, ret *retention.Job, verifier *auth.Verifier, ready *readiness.Check, cfg config.Config,
+	log *slog.Logger) http.Handler {
 	prom := metrics.Handler(metrics.Sources{
 		Fusion: b.Stats, Push: p.Stats, PushLimit: limiter.Limit, PoolStats: store.PoolStats,
 		DBCommits: store.Commits, Maintenance: m.Push, Spool: d.Status, Hotlist: hot.Stats, Peers: mesh.Stats,
@@ -266,7 +275,8 @@ func ProvideHandler(p *push.Service, c *consume.Service, m *maintenance.Flags, q
 	return httpapi.New(httpapi.Services{Push: p, DB: store, Consume: c, Queues: qs, Maintenance: m, Buffers: d.Status,
 		Resources: resources, Groups: groups, Messages: messages, Traces: traces},
 		httpapi.Options{MaxBodyBytes: cfg.MaxBodyBytes, MaxPushItems: cfg.MaxPushItems, Version: Version, Logger: log, Prometheus: prom,
-			PoolStats: store.PoolStats, Auth: verifier, SkipPaths: cfg.JWTSkipPaths})
+			PoolStats: store.PoolStats, Auth: verifier, SkipPaths: cfg.JWTSkipPaths, AccessLog: cfg.AccessLog,
+			Ready: ready.Ready})
 }
 
 // ProvideHTTPServer builds the HTTP server (App.Start listens). Its shutdown ends the

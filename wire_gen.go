@@ -64,6 +64,7 @@ func InitializeApp(ctx context.Context, cfg config.Config) (*App, func(), error)
 		cleanup()
 		return nil, nil, err
 	}
+	check := ProvideReadiness(store, drainer)
 	gate := ProvideGate(drainer, flags)
 	service := ProvidePushService(batcher, policy, store, codec, commits, spool, gate, logger)
 	consumeService := ProvideConsumeService(store, codec, sealer, waker, list, commits, flags, cfg, logger)
@@ -82,9 +83,9 @@ func InitializeApp(ctx context.Context, cfg config.Config) (*App, func(), error)
 		cleanup()
 		return nil, nil, err
 	}
-	handler := ProvideHandler(service, consumeService, flags, queuesService, drainer, store, batcher, limiter, list, mesh, waker, resources, groups, messages, traces, job, verifier, cfg, logger)
+	handler := ProvideHandler(service, consumeService, flags, queuesService, drainer, store, batcher, limiter, list, mesh, waker, resources, groups, messages, traces, job, verifier, check, cfg, logger)
 	server := ProvideHTTPServer(cfg, handler, consumeService)
-	app := NewApp(cfg, logger, flags, batcher, spool, drainer, list, mesh, job, client, server)
+	app := NewApp(cfg, logger, flags, batcher, spool, drainer, list, mesh, job, client, check, server)
 	return app, func() {
 		cleanup4()
 		cleanup3()

@@ -44,7 +44,7 @@ type Config struct {
 	PGHost           string        `env:"PG_HOST" envDefault:"localhost" conn:"part" section:"Database" help:"PostgreSQL host, used when QUEEN_PG_URL is empty."`
 	PGPort           int           `env:"PG_PORT" envDefault:"5432" min:"1" max:"65535" conn:"part" section:"Database" help:"PostgreSQL port, used when QUEEN_PG_URL is empty."`
 	PGUser           string        `env:"PG_USER" envDefault:"postgres" conn:"part" section:"Database" help:"PostgreSQL user, used when QUEEN_PG_URL is empty."`
-	PGPassword       string        `env:"PG_PASSWORD" envDefault:"postgres" conn:"part" section:"Database" help:"PostgreSQL password, used when QUEEN_PG_URL is empty."`
+	PGPassword       string        `env:"PG_PASSWORD" envDefault:"postgres" conn:"part" secret:"true" section:"Database" help:"PostgreSQL password, used when QUEEN_PG_URL is empty."`
 	PGDatabase       string        `env:"PG_DATABASE" alias:"PG_DB" envDefault:"postgres" conn:"part" section:"Database" help:"PostgreSQL database name, used when QUEEN_PG_URL is empty; PG_DB is read when PG_DATABASE is unset."`
 	PGUseSSL         bool          `env:"PG_USE_SSL" envDefault:"false" section:"Database" help:"Connect with sslmode=require instead of sslmode=disable (PG_* parts only)."`
 	DataDir          string        `env:"QUEEN_DATA_DIR" envDefault:"./.queen" section:"Database" help:"Data directory of the embedded PostgreSQL (and later of the spool)."`
@@ -87,6 +87,7 @@ type Config struct {
 	// Spool.
 
 	SpoolDir           string        `env:"FILE_BUFFER_DIR" envDefault:"" section:"Spool" help:"Directory of the crash-safe push spool (pushes the database could not take, and every push during maintenance). Default: QUEEN_DATA_DIR/buffers with the embedded PostgreSQL, else /var/lib/queen/buffers ($TMPDIR/queen-buffers when that cannot be created)."`
+	DrainDirs          []string      `env:"QUEEN_DRAIN_DIRS" envDefault:"" envSeparator:"," section:"Spool" help:"queen-drain only: comma-separated spool directories to drain when no --dir is given; empty: the directory FILE_BUFFER_DIR names (or its default)."`
 	SpoolFlush         time.Duration `env:"FILE_BUFFER_FLUSH_MS" envDefault:"100" min:"1" section:"Spool" help:"Period of the spool drain loop when idle, in milliseconds."`
 	SpoolBatch         int           `env:"FILE_BUFFER_MAX_BATCH" envDefault:"100" min:"1" section:"Spool" help:"Spooled records per partition segment when the spool is replayed; a replay step reads this times QUEEN_V2_BUNDLE_MAX records."`
 	SpoolPerFile       int           `env:"FILE_BUFFER_EVENTS_PER_FILE" envDefault:"10000" min:"1" section:"Spool" help:"Records per spool file before it is rotated."`
@@ -105,7 +106,7 @@ type Config struct {
 
 	JWTEnabled         bool          `env:"JWT_ENABLED" envDefault:"false" section:"Authentication" help:"Require a JSON Web Token (Authorization: Bearer <jwt>, or the bare token) on every route but the public ones and JWT_SKIP_PATHS, and check its roles against the route's level. Off: every request is allowed (a warning is logged at start) and messages carry no producerSub."`
 	JWTAlgorithm       string        `env:"JWT_ALGORITHM" envDefault:"HS256" oneof:"HS256,HS384,HS512,RS256,RS384,RS512,EdDSA,auto" section:"Authentication" help:"Token algorithm, case-insensitive. HS* check with JWT_SECRET; RS* and EdDSA with JWT_PUBLIC_KEY or JWT_JWKS_URL. RS256 also accepts RS384 and RS512 tokens; auto accepts all seven, each with the key material of its family. alg none is always refused."`
-	JWTSecret          string        `env:"JWT_SECRET" envDefault:"" section:"Authentication" help:"HMAC secret of HS* tokens; required for HS* when JWT_ENABLED. Shorter than 32 bytes is accepted with a warning."`
+	JWTSecret          string        `env:"JWT_SECRET" envDefault:"" secret:"true" section:"Authentication" help:"HMAC secret of HS* tokens; required for HS* when JWT_ENABLED. Shorter than 32 bytes is accepted with a warning."`
 	JWTPublicKey       string        `env:"JWT_PUBLIC_KEY" envDefault:"" section:"Authentication" help:"PEM public key (RSA or Ed25519; PUBLIC KEY, RSA PUBLIC KEY or CERTIFICATE block) of RS* and EdDSA tokens; line breaks may be written as \\n. Used for tokens without a kid when JWT_JWKS_URL is also set."`
 	JWTJWKSURL         string        `env:"JWT_JWKS_URL" envDefault:"" check:"httpurl" section:"Authentication" help:"URL of a JSON Web Key Set: RS* and EdDSA tokens are checked with its key of the token's kid. Fetched at start, every JWT_JWKS_REFRESH_INTERVAL, and when a token names an unknown kid (at most once every 5 s)."`
 	JWTJWKSRefresh     int           `env:"JWT_JWKS_REFRESH_INTERVAL" envDefault:"3600" min:"1" section:"Authentication" help:"Period of the JWKS re-fetch, in seconds."`
@@ -123,8 +124,10 @@ type Config struct {
 
 	// Logging.
 
-	LogLevel string `env:"LOG_LEVEL" alias:"RUST_LOG" aliasIfValid:"true" envDefault:"info" oneof:"debug,info,warn,error" section:"Logging" help:"Minimum log level, case-insensitive. RUST_LOG is read when LOG_LEVEL is unset, and only if it is one of these words."`
-	LogJSON  bool   `env:"QUEEN_LOG_JSON" envDefault:"false" section:"Logging" help:"Write logs as JSON instead of text."`
+	LogLevel  string `env:"LOG_LEVEL" alias:"RUST_LOG" aliasIfValid:"true" envDefault:"info" oneof:"debug,info,warn,error" section:"Logging" help:"Minimum log level, case-insensitive. RUST_LOG is read when LOG_LEVEL is unset, and only if it is one of these words."`
+	LogFormat string `env:"LOG_FORMAT" envDefault:"json" oneof:"json,text" section:"Logging" help:"Log line format: json (one JSON object per line, log/slog's JSONHandler) or text (key=value). When unset, QUEEN_LOG_JSON (Queen's variable) decides if it is set: true is json, false is text."`
+	LogJSON   bool   `env:"QUEEN_LOG_JSON" envDefault:"true" section:"Logging" help:"Queen's switch between JSON and text logs, read only when LOG_FORMAT is unset; LOG_FORMAT wins when both are set."`
+	AccessLog bool   `env:"QUEEN_ACCESS_LOG" envDefault:"false" section:"Logging" help:"Log one line per HTTP request at info level: method, route pattern, status, duration, response bytes and remote address (never the Authorization header or the body)."`
 
 	// pgPartsSet records that at least one PG_* connection part was set,
 	// which turns the embedded PostgreSQL off.
@@ -158,11 +161,22 @@ func (e *FieldError) shownValue() string {
 	if !e.Secret {
 		return strconv.Quote(e.Value)
 	}
-	// A URL can still be shown with its password masked.
-	if u, err := url.Parse(e.Value); err == nil && u.Scheme != "" && u.Host != "" {
-		return strconv.Quote(u.Redacted())
+	return redact(e.Value, strconv.Quote)
+}
+
+// redact shows a secret value: a URL with its password masked (through quote), anything
+// else as its length only.
+func redact(v string, quote func(string) string) string {
+	if u, err := url.Parse(v); err == nil && u.Scheme != "" && u.Host != "" {
+		return quote(u.Redacted())
 	}
-	return fmt.Sprintf("<%d characters, not shown>", len(e.Value))
+	return fmt.Sprintf("<%d characters, not shown>", len(v))
+}
+
+// isSecret reports whether f's value must never be printed: a secret tag, or a check
+// whose values are secret (keys, connection URLs).
+func isSecret(f reflect.StructField) bool {
+	return f.Tag.Get("secret") == "true" || checks[f.Tag.Get("check")].secret
 }
 
 // check is a validation rule for string fields, named by a check tag.
@@ -286,7 +300,7 @@ func Parse(environ map[string]string) (Config, error) {
 				Var:    varName,
 				Value:  effective[name],
 				Want:   want(f),
-				Secret: checks[f.Tag.Get("check")].secret,
+				Secret: isSecret(f),
 			}
 		}
 		if failed[f.Name] {
@@ -348,6 +362,10 @@ func Parse(environ map[string]string) (Config, error) {
 		if err := cfg.jwtKeyMaterial(); err != nil {
 			errs = append(errs, err)
 		}
+	}
+
+	if environ[envName("LogFormat")] == "" && environ[envName("LogJSON")] != "" && ok("LogJSON") && !cfg.LogJSON {
+		cfg.LogFormat = "text" // Queen's QUEEN_LOG_JSON=false, with no LOG_FORMAT to overrule it
 	}
 
 	if len(errs) > 0 {

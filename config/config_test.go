@@ -76,6 +76,8 @@ func defaults() Config {
 		JWTRoleReadOnly:    "read-only",
 		JWTRoleWriteOnly:   "write-only",
 		LogLevel:           "info",
+		LogFormat:          "json",
+		LogJSON:            true,
 	}
 }
 
@@ -140,7 +142,11 @@ func TestParse(t *testing.T) {
 		{name: "bool true spellings", env: map[string]string{"PG_USE_SSL": "1", "QUEEN_LOG_JSON": "On", "QUEEN_APPLY_SCHEMA": "TRUE"},
 			mod: func(c *Config) { c.PGUseSSL, c.LogJSON, c.ApplySchema = true, true, true }},
 		{name: "bool false spellings", env: map[string]string{"PG_USE_SSL": "no", "QUEEN_LOG_JSON": "0", "QUEEN_APPLY_SCHEMA": "False"},
-			mod: func(c *Config) { c.PGUseSSL, c.LogJSON, c.ApplySchema = false, false, false }},
+			mod: func(c *Config) { c.PGUseSSL, c.LogJSON, c.LogFormat, c.ApplySchema = false, false, "text", false }},
+		{name: "LOG_FORMAT wins over QUEEN_LOG_JSON", env: map[string]string{"LOG_FORMAT": "JSON", "QUEEN_LOG_JSON": "false"},
+			mod: func(c *Config) { c.LogJSON = false }},
+		{name: "LOG_FORMAT text, access log on", env: map[string]string{"LOG_FORMAT": "text", "QUEEN_ACCESS_LOG": "on"},
+			mod: func(c *Config) { c.LogFormat, c.AccessLog = "text", true }},
 		{name: "server id from HOSTNAME", env: map[string]string{"HOSTNAME": "box1"},
 			mod: func(c *Config) { c.ServerID = "box1" }},
 		{name: "QUEEN_SERVER_ID beats HOSTNAME", env: map[string]string{"HOSTNAME": "box1", "QUEEN_SERVER_ID": "s2"},

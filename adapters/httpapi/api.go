@@ -19,6 +19,7 @@ import (
 	"github.com/queen-go/queen/core/maintenance"
 	"github.com/queen-go/queen/core/push"
 	"github.com/queen-go/queen/core/queues"
+	"github.com/queen-go/queen/core/readiness"
 	"github.com/queen-go/queen/ports"
 )
 
@@ -39,6 +40,13 @@ type Options struct {
 	// SkipPaths are served without a token when Auth is set (JWT_SKIP_PATHS): an exact
 	// match, or a prefix match for entries longer than "/" that end in "/".
 	SkipPaths []string
+	// AccessLog logs every request at info level (QUEEN_ACCESS_LOG; observe.go).
+	AccessLog bool
+	// Observers hear of every request once it is answered (the request metrics).
+	Observers []func(Observed)
+	// Ready, when set, is asked by GET /ready whether pushes can be accepted now
+	// (core/readiness); nil: ready whenever the database answers.
+	Ready func(context.Context) readiness.Report
 }
 
 // Pusher is the push use case the push and transaction routes call: core/push's
@@ -77,7 +85,8 @@ type api struct {
 // opts.Auth is set.
 func New(svc Services, opts Options) http.Handler {
 	a := newAPI(svc, opts)
-	return a.guard(a.routes())
+	root := a.routes()
+	return observe(a.guard(root), root, a.opts.Logger, opts.AccessLog, opts.Observers)
 }
 
 func newAPI(svc Services, opts Options) *api {
@@ -129,6 +138,8 @@ func (a *api) routes() *mux.Router {
 		a.tracesRoutes(r)
 	}
 	r.HandleFunc("/health", a.handleHealth).Methods(http.MethodGet, http.MethodHead)
+	r.HandleFunc("/ready", a.handleReady).Methods(http.MethodGet, http.MethodHead)
+	r.HandleFunc("/live", a.handleLive).Methods(http.MethodGet, http.MethodHead)
 	r.HandleFunc("/metrics", a.handleMetrics).Methods(http.MethodGet)
 	if opts.Prometheus != nil {
 		r.Handle("/metrics/prometheus", opts.Prometheus).Methods(http.MethodGet)

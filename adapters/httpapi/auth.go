@@ -21,7 +21,11 @@ const MaxHeaderBytes = 1 << 20
 // level locks it down instead of opening it, and a test fails.
 var routeLevels = map[string]auth.Level{
 	"GET /health":             auth.Public,
+	"GET /ready":              auth.Public,
+	"GET /live":               auth.Public,
 	"HEAD /health":            auth.Public,
+	"HEAD /ready":             auth.Public,
+	"HEAD /live":              auth.Public,
 	"GET /metrics":            auth.Public,
 	"GET /metrics/prometheus": auth.Public,
 
@@ -132,7 +136,8 @@ func levelOf(router *mux.Router, r *http.Request) auth.Level {
 	if !router.Match(r, &m) || m.MatchErr != nil || m.Route == nil {
 		return unmatchedLevel
 	}
-	if sub, ok := m.Handler.(*mux.Router); ok {
+	// The route's own handler: m.Handler is wrapped in the router's middleware.
+	if sub, ok := m.Route.GetHandler().(*mux.Router); ok {
 		return levelOf(sub, r)
 	}
 	tpl, err := m.Route.GetPathTemplate()

@@ -107,6 +107,7 @@ func authRouter() *mux.Router {
 	g := mux.NewRouter()
 	g.HandleFunc("/api/v1/consumer-groups/{group}", echo).Methods(http.MethodGet)
 	g.HandleFunc("/api/v1/consumer-groups/{group}", echo).Methods(http.MethodDelete)
+	g.HandleFunc("/api/v1/consumer-groups/{group}/subscription", echo).Methods(http.MethodPost)
 	r.PathPrefix("/api/v1/consumer-groups").Handler(g)
 	r.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNotFound) })
 	return r
@@ -161,6 +162,7 @@ func TestGuard(t *testing.T) {
 		{name: "read-write cannot purge", method: "DELETE", path: "/api/v1/dlq", header: tok("read-write"), code: 403},
 		{name: "admin purges", method: "DELETE", path: "/api/v1/dlq", header: tok("admin"), code: 200, body: "alice"},
 		{name: "mounted router: read", method: "GET", path: "/api/v1/consumer-groups/g", header: tok("read-only"), code: 200},
+		{name: "mounted router: read-write route", method: "POST", path: "/api/v1/consumer-groups/g/subscription", header: tok("read-write"), code: 200},
 		{name: "mounted router: delete needs admin", method: "DELETE", path: "/api/v1/consumer-groups/g", header: tok("read-write"), code: 403},
 		{name: "route missing from the table needs admin", method: "GET", path: "/api/v1/not-in-the-table", header: tok("read-write"), code: 403},
 		{name: "route missing from the table, admin", method: "GET", path: "/api/v1/not-in-the-table", header: tok("admin"), code: 200},
@@ -176,7 +178,9 @@ func TestGuard(t *testing.T) {
 				v = tt.verifier
 			}
 			a := newAPI(Services{}, Options{Auth: v, SkipPaths: []string{"/", "/docs/"}, Logger: slog.New(slog.DiscardHandler)})
-			h := a.guard(authRouter())
+			root := authRouter()
+			root.Use(markRoute) // as observe does: mounted routers must still be found under middleware
+			h := a.guard(root)
 			req := httptest.NewRequest(tt.method, tt.path, nil)
 			if tt.header != "" {
 				req.Header.Set("Authorization", tt.header)

@@ -33,6 +33,7 @@ const groupTimeFormat = "2006-01-02T15:04:05.000Z"
 // deleted.
 func (a *api) groupsRoutes(r *mux.Router) {
 	g := mux.NewRouter().UseEncodedPath()
+	g.Use(markRoute) // the full pattern for the access log and the request metrics
 	g.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		groupFallback(r.NotFoundHandler, http.NotFoundHandler()).ServeHTTP(w, req)
 	})

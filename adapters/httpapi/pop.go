@@ -24,6 +24,7 @@ func (a *api) consumeRoutes(r *mux.Router) {
 	// each name is exactly one path segment: "a%2Fpartition%2Fb" is a queue, not queue
 	// a's partition b, and "a%2Fb" is not an unknown route. handlePop unescapes them.
 	p := mux.NewRouter().UseEncodedPath().SkipClean(true)
+	p.Use(markRoute) // the full pattern for the access log and the request metrics
 	p.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		groupFallback(r.NotFoundHandler, http.NotFoundHandler()).ServeHTTP(w, req)
 	})

@@ -58,7 +58,7 @@ func run(args, environ []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if len(dirs) == 0 {
-		_ = dirs.Set(env["QUEEN_DRAIN_DIRS"])
+		_ = dirs.Set(strings.Join(cfg.DrainDirs, ",")) // trimmed, empty entries dropped
 	}
 	if len(dirs) == 0 {
 		dirs = cfg.SpoolDirs()[:1]

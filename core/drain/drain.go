@@ -129,13 +129,16 @@ type Status struct {
 	FailedFiles int64
 	FailedBytes int64
 	DBHealthy   bool // the drain's view of the database
+	// SpoolWriteFailedAt is when the spool's last write failed (a full disk); zero when
+	// its last write succeeded or none failed.
+	SpoolWriteFailedAt time.Time
 }
 
 // Status reports the spool and whether the database answered the last attempt.
 func (d *Drainer) Status() Status {
 	st := d.spool.Stats()
 	return Status{Pending: st.PendingRecords, Failed: st.Quarantined + st.CorruptRecords,
-		FailedFiles: st.FailedFiles, FailedBytes: st.FailedBytes, DBHealthy: d.Healthy()}
+		FailedFiles: st.FailedFiles, FailedBytes: st.FailedBytes, DBHealthy: d.Healthy(), SpoolWriteFailedAt: st.WriteFailedAt}
 }
 
 // Summary returns the counters so far and what remains spooled.

@@ -57,6 +57,9 @@ type Stats struct {
 	Fsyncs         int64 // group commits: one data-file fsync each
 	Replayed       int64 // records committed by Commit
 	Quarantined    int64 // records rejected by Quarantine
+	// WriteFailedAt is when the last group write failed (a full disk, an I/O error); zero
+	// when the last write succeeded or none failed.
+	WriteFailedAt time.Time
 }
 
 // partKey names a partition.
@@ -136,6 +139,7 @@ type Spool struct {
 	pendingTotal atomic.Int64
 
 	failedFiles, failedBytes, corrupt, appended, fsyncs, replayed, quarantined atomic.Int64
+	writeFailedAt                                                              atomic.Int64 // unix ns of the last failed group write; 0 once one succeeds
 
 	// rmu serialises replay (Next, Commit, Quarantine).
 	rmu sync.Mutex
@@ -506,6 +510,9 @@ func (s *Spool) Stats() Stats {
 		Replayed:       s.replayed.Load(),
 		Quarantined:    s.quarantined.Load(),
 	}
+	if ns := s.writeFailedAt.Load(); ns != 0 {
+		st.WriteFailedAt = time.Unix(0, ns)
+	}
 	s.mu.Lock()
 	for _, f := range s.files {
 		if f.final || f.records > 0 {
@@ -661,6 +668,7 @@ func (s *Spool) writeGroup(group []*appendReq) {
 		s.mu.Unlock()
 		s.appended.Add(n)
 		s.fsyncs.Add(1)
+		s.writeFailedAt.Store(0)
 		for _, r := range group[i:j] {
 			r.done <- nil
 		}
@@ -680,6 +688,7 @@ func (s *Spool) writeSync(a *activeFile, buf []byte) error {
 
 // fail answers requests with err and takes back their pending counts.
 func (s *Spool) fail(reqs []*appendReq, err error) {
+	s.writeFailedAt.Store(time.Now().UnixNano())
 	s.mu.Lock()
 	for _, r := range reqs {
 		for _, k := range r.keys {

@@ -233,12 +233,15 @@ func TestFullDisk(t *testing.T) {
 			if s.Pending(ports.DefaultTenant, "orders", "b") {
 				t.Fatal("records of a failed Append are pending")
 			}
-			if st := s.Stats(); st.Appended != 3 || st.PendingRecords != int64(len(acked)) {
+			if st := s.Stats(); st.Appended != 3 || st.PendingRecords != int64(len(acked)) || st.WriteFailedAt.IsZero() {
 				t.Fatalf("stats after a failed Append %+v", st)
 			}
 			m.setFault(nil, false)
 			more := recs(20, 2, "c")
 			appendAll(t, s, more...)
+			if st := s.Stats(); !st.WriteFailedAt.IsZero() {
+				t.Fatalf("the write failure is still reported after a good Append: %+v", st)
+			}
 			want := append(append([]Record{}, acked...), more...)
 			if tc.restart {
 				// The failed records are in the file (written, not synced): a clean
