@@ -26,6 +26,11 @@
 #                      rows, into copies of queen.log_partitions/log_segments/log_txns
 #                      (pg_dump --schema-only of the broker's, so indexes and fillfactor
 #                      are the real ones) in the baseline's database
+#     floor            the broker's CPU per single-message push against the HTTP floor
+#                      (queen-bench floor: the broker's router, middleware and push
+#                      handler over a push that only waits for a 3 ms commit cycle), 64
+#                      connections each, no pgbench; prints each round's broker/floor
+#                      ratio of CPU per message and their median
 #   WRITES_BUNDLE      segments per transaction of the writes scenario (default 32)
 #   WRITES_CONNS       connections of its write sides (default 4: fusion's commits in flight)
 #   ROUNDS             rounds per scenario (default 3): baseline then fusion in odd rounds,
@@ -38,7 +43,8 @@
 #                      (CPU, rows, latency) follows it
 #   PARTITIONS         partitions, chosen at random per request/transaction (default 1000)
 #   PAYLOAD            payload size, bytes, as queen-bench push -payload (default 110)
-#   PINNED_PORT        broker port (default 16634; the script stops if it is in use)
+#   PINNED_PORT        broker port (default 16634; the script stops if it is in use); the
+#                      floor scenario's server listens on the next one
 #   KEEP_DATA          0 (default): remove the cluster's data directory on exit (a batch100
 #                      run leaves about 1 GB); 1: keep it
 #   LOG_LEVEL          the broker's (default warn); other broker settings (DB_POOL_SIZE,
@@ -78,7 +84,7 @@ for b in bin/queen-server bin/queen-bench; do
   [ -x "$b" ] || die "$b is missing: run make build"
 done
 for s in $scenarios; do
-  case $s in single | batch100 | writes) ;; *) die "unknown scenario $s (single, batch100, writes)" ;; esac
+  case $s in single | batch100 | writes | floor) ;; *) die "unknown scenario $s (single, batch100, writes, floor)" ;; esac
 done
 writes_bundle=${WRITES_BUNDLE:-32}
 writes_conns=${WRITES_CONNS:-4}
@@ -116,9 +122,11 @@ pg_bin_dir() {
 bindir=$(pg_bin_dir)
 [ -n "$bindir" ] || die "PostgreSQL's server binaries (initdb, postgres) not found: install them (Debian: apt-get install postgresql)"
 [ -x "$bindir/pgbench" ] || die "pgbench not found in $bindir (it ships with the PostgreSQL server package; Debian: postgresql)"
-if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
-  die "port $port is in use by a server this script did not start: set PINNED_PORT"
-fi
+for p in "$port" $((port + 1)); do
+  if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+    die "port $p is in use by a server this script did not start: set PINNED_PORT"
+  fi
+done
 
 dir=$(mktemp -d /tmp/queen-pinned.XXXXXX)
 chmod 755 "$dir" # the embedded PostgreSQL runs as the postgres user when we are root
@@ -131,9 +139,15 @@ if [ "$commit" != unknown ] && ! git diff --quiet HEAD -- 2>/dev/null; then
 fi
 tck=$(getconf CLK_TCK)
 
-pid=""     # the broker
-pgb_pid="" # a pgbench running in the background
+pid=""       # the broker
+pgb_pid=""   # a pgbench running in the background
+floor_pid="" # queen-bench floor, for the floor scenario
+floor_url="http://127.0.0.1:$((port + 1))"
 cleanup() {
+  if [ -n "$floor_pid" ]; then
+    kill -TERM "$floor_pid" 2>/dev/null || true
+    wait "$floor_pid" 2>/dev/null || true
+  fi
   if [ -n "$pgb_pid" ]; then
     kill -TERM "$pgb_pid" 2>/dev/null || true
     wait "$pgb_pid" 2>/dev/null || true
@@ -231,13 +245,26 @@ cpu_ticks() {
 # stamp: _now = the time, seconds since the epoch.
 stamp() { _now=${EPOCHREALTIME:-$(date +%s.%N)}; }
 
+# start_floor: queen-bench floor on the port after the broker's (once), on the broker's
+# cores; sets floor_pid.
+start_floor() {
+  [ -z "$floor_pid" ] || return 0
+  "${client[@]}" ./bin/queen-bench floor -addr "127.0.0.1:$((port + 1))" >"$dir/floor.log" 2>&1 &
+  floor_pid=$!
+  if ! ./bin/queen-bench push -url "$floor_url" -ready-timeout 30s -count 1 -conns 1 -queue bench-ready \
+    >"$dir/floor-ready.log" 2>&1; then
+    die "queen-bench floor did not come up: see $dir/floor.log"
+  fi
+}
+
 # write_scenario NAME: the baseline's table and pgbench script of scenario NAME; sets
 # conns, batch, table, script (and for writes, writes_script and nohash_script).
 write_scenario() {
   case $1 in
-  single | writes) conns=64 batch=1 ;;
+  single | writes | floor) conns=64 batch=1 ;;
   batch100) conns=16 batch=100 ;;
   esac
+  [ "$1" = floor ] && { start_floor; return 0; }
   table="bench_onerow_$1"
   script="$dir/pgbench-$1.sql"
   "${psql[@]}" -d bench_baseline -c "CREATE TABLE $table (id bigserial PRIMARY KEY, partition text NOT NULL,
@@ -385,21 +412,24 @@ fusion_counts() {
   _commits=${_commits:-0} _segments=${_segments:-0}
 }
 
-# fusion SCENARIO ROUND: one queen-bench push phase.
+# fusion SCENARIO ROUND [SIDE]: one queen-bench push phase, through the broker (side
+# fusion) or the floor server (side floor: its CPU in the broker column, no PostgreSQL).
 fusion() {
-  local sc=$1 r=$2 out="$dir/fusion-$1-r$2" c0 s0
+  local sc=$1 r=$2 side=${3:-fusion} out="$dir/${3:-fusion}-$1-r$2" c0 s0 target=(-url "$url" -pg-pid "$pm" -broker-pid "$pid")
+  [ "$side" = floor ] && target=(-url "$floor_url" -broker-pid "$floor_pid")
   fusion_counts; c0=$_commits s0=$_segments
-  if ! "${client[@]}" ./bin/queen-bench push -url "$url" -conns "$conns" -batch "$batch" -partitions "$partitions" \
-    -payload "$payload" -queue "bench-pinned-$sc" -duration "${secs}s" -pg-pid "$pm" -broker-pid "$pid" >"$out.out" 2>&1; then
+  if ! "${client[@]}" ./bin/queen-bench push "${target[@]}" -conns "$conns" -batch "$batch" -partitions "$partitions" \
+    -payload "$payload" -queue "bench-pinned-$sc" -duration "${secs}s" >"$out.out" 2>&1; then
     tail -n 20 "$out.out" >&2
     die "queen-bench push failed: see $out.out"
   fi
   grep '^{"mode":' "$out.out" | tail -n 1 >"$out.json"
   [ -s "$out.json" ] || die "no summary line in $out.out"
-  json_fields "$out.json" | awk -F'\t' -v sc="$sc" -v r="$r" 'BEGIN { OFS = "\t" }
-    { printf "%s\t%d\tfusion\t%d\t%.3f\t%.1f\t%s\t%s\t%s\t%.2f\t%.2f\t%d\n", sc, r, $2, $3, $1,
+  json_fields "$out.json" | awk -F'\t' -v sc="$sc" -v r="$r" -v side="$side" 'BEGIN { OFS = "\t" }
+    { printf "%s\t%d\t%s\t%d\t%.3f\t%.1f\t%s\t%s\t%s\t%.2f\t%.2f\t%d\n", sc, r, side, $2, $3, $1,
       ($4 == "" ? "" : sprintf("%.1f", $4)), ($5 == "" ? "" : sprintf("%.1f", $5)), ($6 == "" ? "" : sprintf("%.1f", $6)), $7, $8, $9 }' >>"$results"
-  tail -n 1 "$results" | awk -F'\t' '{ printf "    fusion:   %s msgs/s, PG %s µs/msg, broker %s µs/msg, queen-bench %s µs/msg, p50 %s ms, p99 %s ms\n", $6, $7, $8, $9, $10, $11 }'
+  tail -n 1 "$results" | awk -F'\t' '{ printf "    %-9s %s msgs/s, PG %s µs/msg, broker %s µs/msg, queen-bench %s µs/msg, p50 %s ms, p99 %s ms\n", $3 ":", $6, $7, $8, $9, $10, $11 }'
+  [ "$side" = floor ] && return 0
   # The bundle size, for the writes scenario's WRITES_BUNDLE (the phase's whole run).
   fusion_counts
   awk -v c=$((_commits - c0)) -v s=$((_segments - s0)) 'BEGIN { if (c > 0) printf "    fusion:   %.1f segments per commit (%d commits)\n", s / c, c }'
@@ -417,8 +447,10 @@ side_args() {
 # warm SCENARIO SIDE: the side's unmeasured warm-up.
 warm() {
   local out="$dir/warmup-$2-$1.out"
-  if [ "$2" = fusion ]; then
-    "${client[@]}" ./bin/queen-bench push -url "$url" -conns "$conns" -batch "$batch" -partitions "$partitions" \
+  if [ "$2" = fusion ] || [ "$2" = floor ]; then
+    local u=$url
+    [ "$2" = floor ] && u=$floor_url
+    "${client[@]}" ./bin/queen-bench push -url "$u" -conns "$conns" -batch "$batch" -partitions "$partitions" \
       -payload "$payload" -queue "bench-pinned-$1" -duration "${warmup}s" >"$out" 2>&1 && return
     tail -n 20 "$out" >&2
     die "queen-bench push failed: see $out"
@@ -432,8 +464,8 @@ warm() {
 
 # measure SCENARIO ROUND SIDE: one measured phase of the side.
 measure() {
-  if [ "$3" = fusion ]; then
-    fusion "$1" "$2"
+  if [ "$3" = fusion ] || [ "$3" = floor ]; then
+    fusion "$1" "$2" "$3"
     return
   fi
   side_args "$3"
@@ -444,6 +476,7 @@ for sc in $scenarios; do
   write_scenario "$sc"
   sides=(baseline fusion)
   [ "$sc" = writes ] && sides=(baseline writes writes-nohash)
+  [ "$sc" = floor ] && sides=(fusion floor)
   echo "=== $sc: $conns connections, $batch per request/transaction; sides ${sides[*]}; load average $(cut -d' ' -f1-3 /proc/loadavg)"
   # One checkpoint before everything, none between phases (bench/broker's settle).
   "${psql[@]}" -d postgres -c CHECKPOINT
@@ -475,7 +508,7 @@ awk -F'\t' '
   function row(sc, r, side, rate, pg, br, cl, total, p50, p99, e) {
     printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", sc, r, side, rate, pg, br, cl, total, p50, p99, e
   }
-  function label(side) { return side == "baseline" ? "baseline (pgbench)" : side == "fusion" ? "fusion (queen-bench)" : side " (pgbench)" }
+  function label(side) { return side == "baseline" ? "baseline (pgbench)" : side == "fusion" ? "fusion (queen-bench)" : side == "floor" ? "HTTP floor (queen-bench floor)" : side " (pgbench)" }
   NR == 1 { next }
   {
     k = $1 SUBSEP $2 SUBSEP $3
@@ -528,3 +561,24 @@ awk -F'\t' '
   }' "$results"
 echo
 echo "client: pgbench for the baseline and the write floor, queen-bench for fusion; total: PG + broker + client; p50/p99: per transaction (pgbench) or request (queen-bench)"
+
+# The floor scenario: the broker's CPU per message over the floor's, per round, and the
+# median of the rounds (issue 18's target: at most 1.5x).
+if grep -q '^floor	' "$results"; then
+  echo
+  echo "Broker CPU per single-message push against the HTTP floor (broker µs/msg of the fusion side over the floor side's):"
+  awk -F'\t' '$1 == "floor" && $8 != "" { us[$2 SUBSEP $3] = $8; if (!($2 in seen)) { seen[$2] = 1; order[++n] = $2 } }
+    END {
+      for (i = 1; i <= n; i++) {
+        r = order[i]
+        if (!(((r SUBSEP "fusion") in us) && ((r SUBSEP "floor") in us))) continue
+        q = us[r SUBSEP "fusion"] / us[r SUBSEP "floor"]
+        printf "  round %d: broker %.1f, floor %.1f µs/msg: %.2fx\n", r, us[r SUBSEP "fusion"], us[r SUBSEP "floor"], q
+        for (k = ++m; k > 1 && v[k - 1] > q; k--) v[k] = v[k - 1] # insertion sort
+        v[k] = q
+      }
+      if (m == 0) exit
+      med = m % 2 ? v[(m + 1) / 2] : (v[m / 2] + v[m / 2 + 1]) / 2
+      printf "  median of %d rounds: %.2fx (range %.2f-%.2fx)\n", m, med, v[1], v[m]
+    }' "$results"
+fi
