@@ -36,13 +36,19 @@ type known struct {
 	// the entries hold no pointer, so the garbage collector never scans them (a cache
 	// of millions of hashes made every collection walk it: issue 18).
 	hashes map[[16]byte]int64 // hash -> commit time of its newest occurrence
-	fifo   []stamped          // insertion order, for age eviction; live from head
-	head   int                // entries before it were evicted (compacted away in bulk)
-	window time.Duration
+	// ring holds the entries in insertion order, for age eviction: n of them from head,
+	// wrapping around. A ring, not a slice compacted now and then: it reaches its working
+	// size (the window's entries, rounded up to a power of two) while the window fills,
+	// where a slice kept up to twice the window between two compactions and only
+	// reached that size during the second window.
+	ring    []stamped
+	head, n int
+	churn   int // entries evicted since the map was last rebuilt
+	window  time.Duration
 }
 
 // size is the number of hashes held.
-func (k *known) size() int { return len(k.fifo) - k.head }
+func (k *known) size() int { return k.n }
 
 type stamped struct {
 	h  [16]byte
@@ -104,27 +110,37 @@ func (k *known) committed(pid string, base int64, hashes []byte, at time.Time, w
 // add remembers hash h committed at ns (unix nanoseconds).
 func (k *known) add(h [16]byte, ns int64) {
 	k.hashes[h] = ns
-	k.fifo = append(k.fifo, stamped{h, ns})
+	if k.n == len(k.ring) {
+		k.grow()
+	}
+	k.ring[(k.head+k.n)&(len(k.ring)-1)] = stamped{h, ns}
+	k.n++
+}
+
+// grow doubles the ring (16 entries at first), unwrapping it.
+func (k *known) grow() {
+	bigger := make([]stamped, max(16, 2*len(k.ring)))
+	for i := range k.n {
+		bigger[i] = k.ring[(k.head+i)&(len(k.ring)-1)]
+	}
+	k.ring, k.head = bigger, 0
 }
 
 // evict drops entries committed before cutoff: the SQL probe ignores them too.
 func (k *known) evict(cutoff time.Time) {
 	c := cutoff.UnixNano()
-	i := k.head
-	for i < len(k.fifo) && k.fifo[i].at < c {
-		e := k.fifo[i]
+	mask := len(k.ring) - 1
+	for k.n > 0 && k.ring[k.head].at < c {
+		e := k.ring[k.head]
 		if at, ok := k.hashes[e.h]; ok && at <= e.at {
 			delete(k.hashes, e.h)
 		}
-		i++
+		k.head = (k.head + 1) & mask
+		k.n--
+		k.churn++
 	}
-	k.head = i
-	// Move the live entries to the front only once half the array is evicted ones:
-	// moving them on every eviction copied the whole window's hashes per commit.
-	if k.head > 0 && k.head >= len(k.fifo)/2 {
-		n := copy(k.fifo, k.fifo[k.head:])
-		k.fifo, k.head = k.fifo[:n], 0
-		k.rehash()
+	if k.churn >= len(k.ring) {
+		k.rehash() // about once per window
 	}
 }
 
@@ -132,10 +148,12 @@ func (k *known) evict(cutoff time.Time) {
 // shrink, and a map under steady insert/delete churn grows its table though its entry
 // count stays the same (deleted slots become tombstones that only a growth reclaims):
 // a soak at 2,000 msg/s over 1,000 partitions saw the cache's heap go from 48 to 88 MB
-// between minutes 5 and 30 with a constant 600 entries per partition (TestKnownChurn).
-// Rebuilding at each compaction, about once per window, costs one insert per entry
-// per window and keeps the table at the size of its live entries.
+// between minutes 5 and 30 with a constant 600 entries per partition
+// (TestKnownChurnKeepsItsSize). Rebuilding once per ring's worth of evictions, about
+// once per window, costs one insert per entry per window and keeps the table at the
+// size of its live entries.
 func (k *known) rehash() {
+	k.churn = 0
 	fresh := make(map[[16]byte]int64, len(k.hashes))
 	for h, at := range k.hashes {
 		fresh[h] = at
@@ -146,5 +164,6 @@ func (k *known) rehash() {
 func (k *known) reset() {
 	k.verified = -1
 	clear(k.hashes)
-	k.fifo, k.head = k.fifo[:0], 0
+	clear(k.ring)
+	k.head, k.n, k.churn = 0, 0, 0
 }

@@ -10,8 +10,9 @@ import (
 // TestKnownChurnKeepsItsSize: a dedup cache whose entry count is constant (steady load,
 // every commit evicting as many hashes as it adds) must hold a constant amount of memory.
 // Go's maps never shrink and grow their tables under insert/delete churn; before the
-// cache rebuilt its map at each compaction, this load (the soak's: 600 hashes per
-// partition, two commits a second) grew the heap by 45 % between windows 2 and 12.
+// cache rebuilt its maps once per window, this load (the soak's: 600 hashes per
+// partition, two commits a second) grew the heap by 45 % between windows 2 and 12, and
+// before its eviction list became a ring it grew by 25 % during window 2.
 // Not parallel: the heap figures must be this test's alone.
 func TestKnownChurnKeepsItsSize(t *testing.T) {
 	const (
@@ -44,12 +45,14 @@ func TestKnownChurnKeepsItsSize(t *testing.T) {
 			heapAt = append(heapAt, liveHeap())
 		}
 	}
-	// Window 1 fills the cache; the fifo reaches its working capacity during window 2.
-	steady, end := heapAt[1], heapAt[len(heapAt)-1]
+	// Window 1 fills the cache and its ring: from then on the memory must hold, so that
+	// a soak's 5-minute warm-up (one default window) sees the cache at its working size.
 	t.Logf("live heap per window (MB): %v", megabytes(heapAt))
-	if float64(end) > 1.1*float64(steady) {
-		t.Fatalf("the cache grew under churn: %.1f MB after window 2, %.1f MB after window %d",
-			float64(steady)/1e6, float64(end)/1e6, windows)
+	for w, h := range heapAt[1:] {
+		if float64(h) > 1.1*float64(heapAt[0]) {
+			t.Fatalf("the cache grew under churn: %.1f MB after window 1, %.1f MB after window %d",
+				float64(heapAt[0])/1e6, float64(h)/1e6, w+2)
+		}
 	}
 	runtime.KeepAlive(ks)
 }
