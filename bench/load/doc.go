@@ -17,6 +17,14 @@
 //   - Latency is measured from the scheduled instant (Pace), not from the send, so a
 //     slow producer shows up as latency instead of lowering the offered rate.
 //
+// Progress, time series and the live line (stats.go, series.go, live.go): a Meter's
+// goroutine reads the counters once a second for the progress line, and records the same
+// interval in a Series (counts per counter, gauges, the interval's latency percentiles)
+// that Summary.Series hands to the HTML report (bench/report) and never to the JSON line.
+// The workers only ever touch the Meter's atomics, as before. The series is bounded
+// (maxPoints; a longer run merges neighbours). When Common.Out is a LiveWriter, the Meter
+// (and the soak) also keep a live status line on the terminal, erased at the end.
+//
 // The fault load (faultload.go, StartFaultLoad; L1 is faults.md §6.3's shape): producers
 // own their partitions (payload {"p", "seq"}, transaction id "<run>:<partition>:<seq>")
 // and push a partition's next sequence only once the previous ones are accepted, retrying

@@ -98,6 +98,8 @@ func RunSoak(ctx context.Context, cfg SoakConfig) (SoakResult, error) {
 		return SoakResult{}, err
 	}
 	p.start = time.Now()
+	stopLive := trackLive(cfg.Out, "soak", "accepted", func() (int64, int64) { return p.run.accepted.Load(), p.run.PushErrors() })
+	defer stopLive()
 	samples, err := p.loop(ctx, w)
 	if err != nil {
 		p.run.Stop()
@@ -147,8 +149,27 @@ func (p *soakProbe) finish(samples []SoakSample) SoakResult {
 		Rates:  map[string]float64{"accepted": float64(prog.Accepted) / loaded.Seconds(), "delivered": float64(prog.Delivered) / loaded.Seconds()},
 		P50ms:  p.pushAll.Quantile(0.5), P90ms: p.pushAll.Quantile(0.9), P99ms: p.pushAll.Quantile(0.99), MaxMs: p.pushAll.Quantile(1),
 		Extra: map[string]any{"latency_of": "push calls after the warm-up", "pop_ack_p99_ms": p.ackAll.Quantile(0.99),
-			"drain_s": drained.Seconds(), "samples": len(samples), "csv": p.cfg.CSV, "verdict": status(pass), "criteria": criteriaStatus(cs)}}
+			"drain_s": drained.Seconds(), "samples": len(samples), "csv": p.cfg.CSV, "verdict": status(pass), "criteria": criteriaStatus(cs)},
+		Series: soakSeries(samples)}
 	return SoakResult{Summary: sum, Report: rep, Criteria: cs, Verdict: line, Pass: pass}
+}
+
+// soakSeries is the soak's samples as the report's time series: accepted and delivered
+// messages per sample interval; the backlog and the broker's resources as gauges; push
+// p50 and p99 as the interval's latency (the soak does not record p90 or max).
+func soakSeries(samples []SoakSample) *Series {
+	s := newSeries([]string{"accepted", "delivered"},
+		[]string{"backlog", "rss_mib", "goroutines", "open_fds", "threads", "pg_conns", "spool_pending"})
+	var prev SoakSample
+	for _, x := range samples {
+		s.add(Point{At: x.Elapsed, Span: x.Elapsed - prev.Elapsed,
+			Counts: []int64{x.Accepted - prev.Accepted, x.Delivered - prev.Delivered},
+			Gauges: []float64{float64(x.Backlog), x.RSS / (1 << 20), x.Goroutines, x.FDs, x.Threads, x.PGConns, x.SpoolPending},
+			Lat:    LatencyPoint{P50: x.PushP50, P90: math.NaN(), P99: x.PushP99, Max: math.NaN()}}, nil)
+		prev = x
+	}
+	s.flush()
+	return s
 }
 
 // spoolEmpty is the final drain's spool check: queen_file_buffer_pending reads 0. A

@@ -66,7 +66,13 @@ func (h *Hist) Quantile(q float64) float64 {
 }
 
 // Meter counts named events and latencies, prints a progress line every second and a
-// summary at the end. Counter names are fixed at construction.
+// summary at the end. Counter names are fixed at construction; the first one counts the
+// mode's messages (the headline of the live status line and of the report's
+// throughput), and "errors" and names ending in "Err" count failures.
+//
+// The progress goroutine also records the run's time series (Summary.Series) from the
+// counters it reads each second, and, when out is a LiveWriter, the run keeps a live
+// status line on the terminal: neither adds work to the workers' hot path.
 type Meter struct {
 	mode   string
 	names  []string
@@ -81,6 +87,10 @@ type Meter struct {
 	last     map[string]int64
 	stop     chan struct{}
 	done     chan struct{}
+
+	series   *Series   // written by the progress goroutine only, until Stop
+	lastTick time.Time // the end of the last recorded interval
+	liveStop func()    // erases the live status line
 }
 
 // NewMeter returns a meter for mode with the given counters; progress goes to out.
@@ -119,43 +129,76 @@ func (m *Meter) Latency(d time.Duration) {
 	m.interval.Load().Record(d)
 }
 
-// Start begins the per-second progress lines.
+// Start begins the per-second progress lines (and the live status line, when out is a
+// LiveWriter).
 func (m *Meter) Start() {
 	m.start = time.Now()
+	m.lastTick = m.start
+	m.series = newSeries(m.names, m.gnames)
 	m.stop, m.done = make(chan struct{}), make(chan struct{})
+	what := ""
+	if len(m.names) > 0 {
+		what = m.names[0]
+	}
+	m.liveStop = trackLive(m.out, m.mode, what, m.headline)
 	go func() {
 		defer close(m.done)
 		t := time.NewTicker(time.Second)
 		defer t.Stop()
-		prev := time.Now()
 		for {
 			select {
 			case <-m.stop:
 				return
 			case now := <-t.C:
-				m.progress(now.Sub(prev))
-				prev = now
+				m.progress(now, true)
 			}
 		}
 	}()
 }
 
-func (m *Meter) progress(dt time.Duration) {
+// headline is the live status line's figures: the messages counter and the failures.
+func (m *Meter) headline() (msgs, errs int64) {
+	for i, n := range m.names {
+		if i == 0 {
+			msgs = m.counts[n].Load()
+		}
+		if isErrorCounter(n) {
+			errs += m.counts[n].Load()
+		}
+	}
+	return msgs, errs
+}
+
+// progress ends the interval since the last one at now: it records the interval in the
+// series and, when print is set, prints its progress line.
+func (m *Meter) progress(now time.Time, print bool) {
+	dt := now.Sub(m.lastTick)
 	iv := m.interval.Swap(new(Hist))
-	var b strings.Builder
-	fmt.Fprintf(&b, "[%s %3.0fs]", m.mode, time.Since(m.start).Seconds())
-	for _, n := range m.names {
+	p := Point{At: now.Sub(m.start), Span: dt, Counts: make([]int64, len(m.names)), Gauges: make([]float64, len(m.gnames))}
+	for i, n := range m.names {
 		v := m.counts[n].Load()
-		fmt.Fprintf(&b, " %s=%.0f/s", n, float64(v-m.last[n])/dt.Seconds())
+		p.Counts[i] = v - m.last[n]
 		m.last[n] = v
 	}
-	for _, n := range m.gnames {
-		fmt.Fprintf(&b, " %s=%d", n, m.gauges[n]())
+	for i, n := range m.gnames {
+		p.Gauges[i] = float64(m.gauges[n]())
 	}
-	if iv.Count() > 0 {
-		fmt.Fprintf(&b, " p50=%.1fms p99=%.1fms", iv.Quantile(0.5), iv.Quantile(0.99))
+	m.lastTick = now
+	if print {
+		var b strings.Builder
+		fmt.Fprintf(&b, "[%s %3.0fs]", m.mode, p.At.Seconds())
+		for i, n := range m.names {
+			fmt.Fprintf(&b, " %s=%.0f/s", n, float64(p.Counts[i])/dt.Seconds())
+		}
+		for i, n := range m.gnames {
+			fmt.Fprintf(&b, " %s=%d", n, int64(p.Gauges[i]))
+		}
+		if iv.Count() > 0 {
+			fmt.Fprintf(&b, " p50=%.1fms p99=%.1fms", iv.Quantile(0.5), iv.Quantile(0.99))
+		}
+		fmt.Fprintln(m.out, b.String())
 	}
-	fmt.Fprintln(m.out, b.String())
+	m.series.add(p, iv)
 }
 
 // Summary is the end-of-run figures.
@@ -170,6 +213,11 @@ type Summary struct {
 	P99ms   float64            `json:"p99_ms"`
 	MaxMs   float64            `json:"p100_ms"`
 	Extra   map[string]any     `json:"extra,omitempty"`
+
+	// For the HTML report only, never in the JSON line: the run's time series (nil when
+	// the mode records none) and the whole run's latency histogram.
+	Series  *Series  `json:"-"`
+	Latency []Bucket `json:"-"`
 }
 
 // Stop ends the progress lines and returns the summary of the whole run.
@@ -177,6 +225,13 @@ func (m *Meter) Stop() Summary {
 	if m.stop != nil {
 		close(m.stop)
 		<-m.done
+		m.liveStop()
+		// The last, partial interval: the series' counts then add up to the totals.
+		if now := time.Now(); now.Sub(m.lastTick) >= 10*time.Millisecond || m.moved() {
+			m.progress(now, false)
+		}
+		m.series.flush()
+		m.stop = nil
 	}
 	el := time.Since(m.start).Seconds()
 	s := Summary{Mode: m.mode, Seconds: el, Totals: map[string]int64{}, Rates: map[string]float64{},
@@ -185,6 +240,7 @@ func (m *Meter) Stop() Summary {
 		v := m.counts[n].Load()
 		s.Totals[n], s.Rates[n] = v, float64(v)/el
 	}
+	s.Series, s.Latency = m.series, m.total.Buckets()
 	if len(m.gnames) > 0 {
 		s.Gauges = map[string]int64{}
 		for _, n := range m.gnames {
@@ -192,6 +248,16 @@ func (m *Meter) Stop() Summary {
 		}
 	}
 	return s
+}
+
+// moved reports whether a counter changed since the last interval.
+func (m *Meter) moved() bool {
+	for _, n := range m.names {
+		if m.counts[n].Load() != m.last[n] {
+			return true
+		}
+	}
+	return false
 }
 
 // Print writes the human summary and then one JSON line of the same figures.

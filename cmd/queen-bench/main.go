@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/queen-go/queen/bench/load"
 	"github.com/queen-go/queen/bench/verify"
@@ -25,12 +26,21 @@ modes:
   prefill   fill a queue fast: N messages over P partitions, many partitions per request
   idle      park long polls on an idle queue: SQL calls/s, broker and PostgreSQL CPU
   rss       broker memory with many partitions seeded, then after the hot-list's sweep
-  report    the side-by-side table of a bench-hotlist run's result lines (-file)
+  report    the side-by-side table of a bench-hotlist run's result lines (-file); with
+            -report FILE, an HTML page of saved results (a run's JSON lines too)
   floor     serve issue 18's HTTP floor: the broker's routes with a push that only waits
             for a simulated 3 ms commit cycle (load it with push -broker-pid)
   soak      faults.md's soak (L3): the verified fault load for 30 min, the broker's RSS,
             goroutines, FDs, connections, backlog and dead tuples sampled into a CSV,
             then the verifier and the leak criteria; exit 1 on FAIL (make soak)
+
+Every load mode also takes:
+  -progress auto|on|off  a live status line on stderr, redrawn each second (auto: only
+                         when stderr is a terminal, so never in CI logs or pipes)
+  -report FILE           after the run, a self-contained HTML report: configuration,
+                         throughput and latency over time, errors, CPU per message,
+                         the verifier's verdict (verify takes it too)
+report -file F -report FILE renders saved JSON summary or result lines as HTML.
 
 queen-bench <mode> -h lists the mode's flags.
 `
@@ -74,10 +84,21 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "queen-bench %s: %v\n", mode, err)
 		return 2
 	}
+	m.live(stdout, stderr)
+	started := time.Now()
 	code, err := runMode()
 	if perr := m.prof.stop(); perr != nil {
 		fmt.Fprintf(stderr, "queen-bench %s: %v\n", mode, perr)
 		code = max(code, 2)
+	}
+	if m.html != "" {
+		// Written whatever the run's outcome: a failed run's page shows its error.
+		if herr := m.writeRunReport(mode, rest, started, err); herr != nil {
+			fmt.Fprintf(stderr, "queen-bench %s: %v\n", mode, herr)
+			code = max(code, 2)
+		} else {
+			fmt.Fprintf(stderr, "queen-bench %s: report written to %s\n", mode, m.html)
+		}
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "queen-bench %s: %v\n", mode, err)

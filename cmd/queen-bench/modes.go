@@ -15,15 +15,19 @@ import (
 	"github.com/queen-go/queen/adapters/httpapi"
 	"github.com/queen-go/queen/bench/floor"
 	"github.com/queen-go/queen/bench/load"
+	"github.com/queen-go/queen/bench/report"
 	"github.com/queen-go/queen/bench/verify"
 )
 
 // modeFlags are one mode's flag set and the flags every load mode shares.
 type modeFlags struct {
-	fs     *flag.FlagSet
-	common load.Common
-	ready  time.Duration
-	prof   profiles
+	fs       *flag.FlagSet
+	common   load.Common
+	ready    time.Duration
+	prof     profiles
+	progress progressFlag // -progress ("" for a mode without it)
+	html     string       // -report: the run's HTML report ("" none)
+	out      outcome      // what the run leaves for its report
 }
 
 // load declares the flags every load mode has; d is the default measured phase.
@@ -33,6 +37,7 @@ func (m *modeFlags) load(d time.Duration) {
 	m.fs.DurationVar(&m.ready, "ready-timeout", 0, "first wait up to this long for GET /health to answer 200")
 	m.fs.StringVar(&m.prof.cpuFile, "cpuprofile", "", "write the tool's own CPU profile of the run to this file")
 	m.fs.StringVar(&m.prof.memFile, "memprofile", "", "write the tool's own allocation profile, at the end of the run, to this file")
+	m.reportFlags()
 }
 
 // summary prints a load mode's summary (none when the run failed before it began): its
@@ -40,6 +45,7 @@ func (m *modeFlags) load(d time.Duration) {
 func (m *modeFlags) summary(s load.Summary, err error) (int, error) {
 	if s.Mode != "" {
 		s.Print(m.common.Out)
+		m.out.summary = &s
 	}
 	return 0, err
 }
@@ -147,6 +153,12 @@ func pipelineMode(ctx context.Context, m *modeFlags) func() (int, error) {
 		fmt.Fprintf(m.common.Out, "pipeline: run directory %s, queues %s-*\n", c.Dir, c.Prefix)
 		s, rep, err := load.RunPipeline(ctx, c)
 		s.Print(m.common.Out)
+		if s.Mode != "" {
+			m.out.summary = &s
+		}
+		if err == nil || len(rep.Stages) > 0 {
+			m.out.verdict = report.FromPipeline(rep)
+		}
 		return verdict(m.common.Out, rep, err)
 	}
 }
@@ -156,11 +168,15 @@ func verifyMode(_ context.Context, m *modeFlags) func() (int, error) {
 	var ackErrors int64
 	m.fs.StringVar(&dir, "dir", "", "run directory of an earlier pipeline run")
 	m.fs.Int64Var(&ackErrors, "ack-errors", 0, "ack failures recorded during that run (order violations are then not fatal)")
+	m.fs.StringVar(&m.html, "report", "", "write the verdict as a self-contained HTML report to this file too")
 	return func() (int, error) {
 		if dir == "" {
 			return 2, errors.New("-dir is required")
 		}
 		rep, err := verify.Dir(dir, verify.Options{AckErrors: ackErrors})
+		if err == nil {
+			m.out.verdict = report.FromPipeline(rep)
+		}
 		return verdict(m.common.Out, rep, err)
 	}
 }
@@ -224,8 +240,10 @@ func rssMode(ctx context.Context, m *modeFlags) func() (int, error) {
 }
 
 func reportMode(_ context.Context, m *modeFlags) func() (int, error) {
-	var file string
+	var file, html string
 	m.fs.StringVar(&file, "file", "", "result lines of a side-by-side run ({scenario, step, round, hotlist, summary} per line; - = stdin)")
+	m.fs.StringVar(&html, "report", "", "also write an HTML page of every run in -file to this file; -file may then hold JSON summary "+
+		"lines as the modes print them (a run's saved output: other lines are skipped)")
 	return func() (int, error) {
 		if file == "" {
 			return 2, errors.New("-file is required")
@@ -238,6 +256,9 @@ func reportMode(_ context.Context, m *modeFlags) func() (int, error) {
 			}
 			defer f.Close()
 			in = f
+		}
+		if html != "" {
+			return reportHTML(m.common.Out, in, file, html)
 		}
 		res, err := load.ReadResults(in)
 		if err != nil {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/queen-go/queen/bench/load"
+	"github.com/queen-go/queen/bench/report"
 )
 
 // soakMode is faults.md §6.7's soak under load profile L3: the verified fault load
@@ -53,6 +54,8 @@ func soakMode(ctx context.Context, m *modeFlags) func() (int, error) {
 		}
 		out := m.common.Out
 		res.Summary.Print(out)
+		m.out.summary = &res.Summary
+		m.out.verdict = report.FromFault(res.Report, res.Criteria, res.Verdict, res.Pass)
 		fmt.Fprint(out, res.Report.String())
 		fmt.Fprint(out, load.SoakTable(res.Criteria))
 		fmt.Fprintln(out, res.Verdict)
