@@ -30,13 +30,16 @@ run: build
 # Every test, under the race detector: unit tests, the ports' conformance suites,
 # PostgreSQL integration tests (each test binary starts its own throwaway cluster unless
 # QUEEN_TEST_PG_URL is set), the black-box HTTP tests in e2e/ (goleak checks that nothing
-# is left running), fuzz seed corpora; after the static checks.
+# is left running), fuzz seed corpora, and the deployment manifests' checks (deploy/, its
+# own module); after the static checks.
 test: check
 	$(GO) test -race -count=1 -timeout 18m ./...
+	cd deploy && $(GO) test -race -count=1 ./...
 
 # Static checks: go vet, staticcheck, and wire_gen.go up to date with wire.go.
 check: vet wire-check
 	$(STATICCHECK) ./...
+	cd deploy && $(GO) vet ./... && $(STATICCHECK) ./...
 
 # Fails when wire_gen.go is stale (regenerate it with make generate and commit it).
 wire-check:
