@@ -139,10 +139,14 @@ func TestRootOnlyWires(t *testing.T) {
 
 // e2eAllowed are the packages black-box tests may use besides the standard library: the
 // broker's public constructor and configuration, a throwaway PostgreSQL, the leak check,
-// and the load tool's client-side library and verifier (the ordered-pipeline test drives
-// the broker over HTTP with them, as queen-bench does).
+// the load tool's client-side library and verifier (the ordered-pipeline test drives
+// the broker over HTTP with them, as queen-bench does), and the OpenAPI validator.
 var e2eAllowed = []string{module, module + "/config", module + "/adapters/pglocal/pgtest", "go.uber.org/goleak",
-	module + "/bench/load", module + "/bench/verify"}
+	module + "/bench/load", module + "/bench/verify",
+	// The OpenAPI check of every exchange (e2e/openapi_test.go): a client-side validator.
+	"github.com/pb33f/libopenapi", "github.com/pb33f/libopenapi-validator",
+	"github.com/pb33f/libopenapi-validator/config", "github.com/pb33f/libopenapi-validator/errors",
+	"github.com/pb33f/libopenapi-validator/helpers", "github.com/pb33f/libopenapi-validator/schema_validation"}
 
 // faultsAllowed adds, for the fault scenarios (e2e/faults), what breaking things takes:
 // the PostgreSQL cluster they crash and freeze (adapters/pglocal) and pgx to read the

@@ -261,22 +261,26 @@ func ProvideReadiness(store *postgres.Store, d *drain.Drainer) *readiness.Check 
 	return readiness.New(store, func() time.Time { return d.Status().SpoolWriteFailedAt }, readiness.Options{})
 }
 
-// ProvideHandler builds the HTTP routes.
+// ProvideHandler builds the HTTP routes and the Prometheus exporter; every answered
+// request feeds the request metrics.
 func ProvideHandler(p *push.Service, c *consume.Service, m *maintenance.Flags, qs *queues.Service, d *drain.Drainer,
 	store *postgres.Store, b *fusion.Batcher, limiter *vegas.Limiter, hot *hotlist.List, mesh *peers.Mesh,
 	waker *consume.Waker, resources *adminapi.Resources, groups *adminapi.Groups, messages *adminapi.Messages,
 	traces *adminapi.Traces, ret *retention.Job, verifier *auth.Verifier, ready *readiness.Check, cfg config.Config,
 	log *slog.Logger) http.Handler {
+	requests := metrics.NewRequests()
 	prom := metrics.Handler(metrics.Sources{
-		Fusion: b.Stats, Push: p.Stats, PushLimit: limiter.Limit, PoolStats: store.PoolStats,
-		DBCommits: store.Commits, Maintenance: m.Push, Spool: d.Status, Hotlist: hot.Stats, Peers: mesh.Stats,
-		Parked: waker.Parked, Retention: ret.Stats,
+		Fusion: b.Stats, Push: p.Stats, PushLimit: limiter.Limit, Consume: c.Stats,
+		Pool:      func() metrics.PoolStat { return store.Pool().Stat() },
+		DBCommits: store.Commits, Maintenance: m.Push, PopMaintenance: m.Pop, Spool: d.Status,
+		Hotlist: hot.Stats, Peers: mesh.Stats, Parked: waker.Parked, Retention: ret.Stats, Requests: requests,
 	})
+	observeRequest := func(o httpapi.Observed) { requests.Observe(o.Method, o.Route, o.Status, o.Duration, o.Bytes) }
 	return httpapi.New(httpapi.Services{Push: p, DB: store, Consume: c, Queues: qs, Maintenance: m, Buffers: d.Status,
 		Resources: resources, Groups: groups, Messages: messages, Traces: traces},
 		httpapi.Options{MaxBodyBytes: cfg.MaxBodyBytes, MaxPushItems: cfg.MaxPushItems, Version: Version, Logger: log, Prometheus: prom,
 			PoolStats: store.PoolStats, Auth: verifier, SkipPaths: cfg.JWTSkipPaths, AccessLog: cfg.AccessLog,
-			Ready: ready.Ready})
+			Observers: []func(httpapi.Observed){observeRequest}, Ready: ready.Ready, OpenAPI: OpenAPI()})
 }
 
 // ProvideHTTPServer builds the HTTP server (App.Start listens). Its shutdown ends the

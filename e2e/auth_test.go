@@ -202,7 +202,7 @@ func (f *authFixture) call(t testing.TB, method, path, authorization, body strin
 	if body != "" {
 		rd = strings.NewReader(body)
 	}
-	resp, raw, err := f.b.requestAuth(context.Background(), method, path, authorization, rd)
+	resp, raw, err := f.b.requestAuth(reportingTo(context.Background(), t), method, path, authorization, rd)
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, path, err)
 	}

@@ -275,7 +275,7 @@ func TestConfigureBadRequests(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			resp, body := b.do(t, http.MethodPost, "/api/v1/configure", strings.NewReader(tt.body))
+			resp, body := b.doBad(t, http.MethodPost, "/api/v1/configure", strings.NewReader(tt.body))
 			if tt.invalid == "" {
 				wantErrorBody(t, resp, body, http.StatusBadRequest, "", tt.want...)
 				return

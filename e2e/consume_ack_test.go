@@ -462,7 +462,7 @@ func TestAckItemErrors(t *testing.T) {
 	}
 	for _, tt := range bad {
 		t.Run(fmt.Sprintf("400 for %s %q", tt.path, tt.body), func(t *testing.T) {
-			resp, body := b.do(t, http.MethodPost, tt.path, strings.NewReader(tt.body))
+			resp, body := b.doBad(t, http.MethodPost, tt.path, strings.NewReader(tt.body))
 			wantErrorBody(t, resp, body, http.StatusBadRequest, "", "bad body")
 		})
 	}

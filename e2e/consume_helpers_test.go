@@ -96,7 +96,11 @@ var extendKeys = []string{"leaseId", "success", "renewed", "newExpiresAt", "expi
 // extend posts to the extension route (body "" = none) and checks the answer's shape.
 func (b *broker) extend(t testing.TB, leaseID, body string) extendResp {
 	t.Helper()
-	code, raw := b.post(t, "/api/v1/lease/"+leaseID+"/extend", body)
+	post := b.post
+	if body != "" && !json.Valid([]byte(body)) {
+		post = b.postBad // sent on purpose: an unparseable body means 60 s (api.md §5.5)
+	}
+	code, raw := post(t, "/api/v1/lease/"+leaseID+"/extend", body)
 	if code != http.StatusOK {
 		t.Fatalf("extend: status %d, body %s", code, raw)
 	}

@@ -289,7 +289,7 @@ func TestPopStrictParsing(t *testing.T) {
 	for _, tt := range bad {
 		for _, route := range []string{"/api/v1/pop/queue/strict", "/api/v1/pop/queue/strict/partition/Default", "/api/v1/pop?namespace=n"} {
 			t.Run(tt.query+" on "+route, func(t *testing.T) {
-				resp, body := b.do(t, http.MethodGet, route+querySep(route)+tt.query, nil)
+				resp, body := b.doBad(t, http.MethodGet, route+querySep(route)+tt.query, nil)
 				wantErrorBody(t, resp, body, http.StatusBadRequest, "", tt.param)
 			})
 		}

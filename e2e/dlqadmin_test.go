@@ -281,7 +281,7 @@ func TestDeadLetterListing(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			resp, body := b.do(t, http.MethodGet, "/api/v1/dlq"+tt.query, nil)
+			resp, body := b.doBad(t, http.MethodGet, "/api/v1/dlq"+tt.query, nil)
 			wantErrorBody(t, resp, body, http.StatusBadRequest, "", tt.want)
 		})
 	}

@@ -15,6 +15,11 @@
 //   - broker.request and broker.do: the one way tests send a request (do fails the test
 //     on a transport error; request reports it, for goroutines); requestAuth adds an
 //     Authorization header.
+//   - the OpenAPI check (openapi_test.go): every request sent that way and every answer
+//     is validated against docs/openapi.yaml, the document the broker embeds and
+//     serves; a mismatch fails the test that sent it (do), or the broker's test at its
+//     cleanup (request from a goroutine). A request meant to be invalid is sent with
+//     doBad or postBad, or a context from badInput: only its answer is checked.
 //   - decoders of the push, pop and ack answers, strict by field name.
 //   - eventually: the one bounded poll; tests never sleep to wait for a condition.
 //   - pgProxy (proxy_test.go): a TCP relay between a broker and PostgreSQL, so a test can
@@ -28,9 +33,10 @@
 // # The import rule
 //
 // These tests may import only the standard library, github.com/queen-go/queen (the
-// constructor and App), its config package, adapters/pglocal/pgtest and
-// go.uber.org/goleak; the ordered-pipeline test also uses bench/load and bench/verify, the
-// client-side load tool and its verifier, which speak HTTP only. Never pgx, ports, core or
+// constructor, App and the embedded OpenAPI document), its config package,
+// adapters/pglocal/pgtest, go.uber.org/goleak and the OpenAPI validator
+// (github.com/pb33f/libopenapi-validator); the ordered-pipeline test also uses bench/load
+// and bench/verify, the client-side load tool and its verifier, which speak HTTP only. Never pgx, ports, core or
 // another adapter: what a test cannot see through the API belongs in a store-level test
 // of the adapter (adapters/postgres, adapters/admin). The root package's dependency test
 // enforces this.

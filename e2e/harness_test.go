@@ -44,6 +44,8 @@ type broker struct {
 	stopOnce sync.Once
 	stopErr  error
 	checked  atomic.Bool // the test called stop and judged its error itself
+
+	apiProblems apiProblems // OpenAPI check failures of requests sent without a test (openapi_test.go)
 }
 
 // startBroker starts a broker on a fresh database; env adds or overrides configuration
@@ -102,6 +104,7 @@ func launchBroker(t testing.TB, db string, env map[string]string, logs io.Writer
 	b := &broker{URL: "http://" + app.Addr().String(), DB: db, Spool: vars["FILE_BUFFER_DIR"],
 		app: app, cleanup: cleanup, client: newClient()}
 	t.Cleanup(func() {
+		b.apiProblems.report(t)
 		if err := b.shutdown(); err != nil && !b.checked.Load() {
 			t.Errorf("stop the broker at %s: %v", b.URL, err)
 		}
@@ -113,7 +116,10 @@ func launchBroker(t testing.TB, db string, env map[string]string, logs io.Writer
 // stop but the client's connections.
 func remoteBroker(t testing.TB, url string) *broker {
 	b := &broker{URL: url, client: newClient()}
-	t.Cleanup(b.client.CloseIdleConnections)
+	t.Cleanup(func() {
+		b.apiProblems.report(t)
+		b.client.CloseIdleConnections()
+	})
 	return b
 }
 
@@ -155,16 +161,30 @@ func (b *broker) shutdown() error {
 }
 
 // request sends body (nil: none) to path and returns the answer with its whole body. It
-// does not fail the test, so goroutines may use it; ctx cancels it.
+// does not fail the test, so goroutines may use it; ctx cancels it. The exchange is
+// checked against the OpenAPI document (openapi_test.go): a problem fails the test of
+// reportingTo(ctx), else the broker's test at its cleanup; badInput(ctx) skips the
+// request's check.
 func (b *broker) request(ctx context.Context, method, path string, body io.Reader) (*http.Response, []byte, error) {
 	return b.requestAuth(ctx, method, path, "", body)
 }
 
 // requestAuth is request with an Authorization header (none when authorization is "").
 func (b *broker) requestAuth(ctx context.Context, method, path, authorization string, body io.Reader) (*http.Response, []byte, error) {
+	resp, raw, problem, err := b.exchange(ctx, method, path, authorization, body)
+	if problem != "" {
+		b.reportAPI(ctx, problem)
+	}
+	return resp, raw, err
+}
+
+// exchange sends one request and reads the whole answer, then checks both against the
+// OpenAPI document: problem says what does not match ("" when all does).
+func (b *broker) exchange(ctx context.Context, method, path, authorization string, body io.Reader) (
+	resp *http.Response, raw []byte, problem string, err error) {
 	req, err := http.NewRequestWithContext(ctx, method, b.URL+path, body)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, "", err
 	}
 	if authorization != "" {
 		req.Header.Set("Authorization", authorization)
@@ -172,22 +192,90 @@ func (b *broker) requestAuth(ctx context.Context, method, path, authorization st
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	resp, err := b.client.Do(req)
+	// The check needs the whole body: a copy from GetBody (NewRequest sets it for the
+	// readers it knows), else what the transport reads, kept by a wrapper set after
+	// NewRequest has taken the length from the reader (a wrapped one goes out chunked).
+	var tee *teeBody
+	if req.GetBody == nil && req.Body != nil && req.Body != http.NoBody {
+		tee = &teeBody{r: req.Body}
+		req.Body = tee
+	}
+	resp, err = b.client.Do(req)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, "", err
 	}
 	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	return resp, raw, err
+	raw, err = io.ReadAll(resp.Body)
+	if err != nil {
+		return resp, raw, "", err
+	}
+	sent, whole := []byte(nil), true
+	switch {
+	case req.GetBody != nil:
+		if rc, gerr := req.GetBody(); gerr == nil {
+			sent, _ = io.ReadAll(rc)
+		}
+	case tee != nil:
+		sent, whole = tee.read()
+	}
+	if !whole {
+		// Answered before the body was all sent (a 413 for a body over the limit): what
+		// was sent is no request to check, the answer still is.
+		ctx = badInput(ctx)
+	}
+	return resp, raw, checkAPI(ctx, req, sent, resp, raw), nil
 }
 
-// do is request for the test's goroutine: a transport error fails the test. A body whose
-// reader hides its length is sent chunked.
+// teeBody is a request body that keeps what the transport reads of it.
+type teeBody struct {
+	r    io.ReadCloser
+	mu   sync.Mutex // the transport reads on a goroutine of its own
+	sent bytes.Buffer
+	eof  bool
+}
+
+func (b *teeBody) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	b.mu.Lock()
+	b.sent.Write(p[:n])
+	b.eof = b.eof || err == io.EOF
+	b.mu.Unlock()
+	return n, err
+}
+
+func (b *teeBody) Close() error { return b.r.Close() }
+
+// read returns what was read, and whether that is the whole body.
+func (b *teeBody) read() ([]byte, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return bytes.Clone(b.sent.Bytes()), b.eof
+}
+
+// do is request for the test's goroutine: a transport error, or an exchange that does
+// not match the OpenAPI document, fails the test. A body whose reader hides its length
+// is sent chunked.
 func (b *broker) do(t testing.TB, method, path string, body io.Reader) (*http.Response, []byte) {
 	t.Helper()
-	resp, raw, err := b.request(context.Background(), method, path, body)
+	return b.doCtx(t, context.Background(), method, path, body)
+}
+
+// doBad is do for a request the test means to be invalid (a malformed body, a bad
+// parameter, a wrong method): its answer is checked against the OpenAPI document, the
+// request is not.
+func (b *broker) doBad(t testing.TB, method, path string, body io.Reader) (*http.Response, []byte) {
+	t.Helper()
+	return b.doCtx(t, badInput(context.Background()), method, path, body)
+}
+
+func (b *broker) doCtx(t testing.TB, ctx context.Context, method, path string, body io.Reader) (*http.Response, []byte) {
+	t.Helper()
+	resp, raw, problem, err := b.exchange(ctx, method, path, "", body)
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	if problem != "" {
+		t.Errorf("OpenAPI check: %s", problem)
 	}
 	return resp, raw
 }
@@ -203,6 +291,13 @@ func (b *broker) get(t testing.TB, path string) (int, []byte) {
 func (b *broker) post(t testing.TB, path, body string) (int, []byte) {
 	t.Helper()
 	resp, raw := b.do(t, http.MethodPost, path, strings.NewReader(body))
+	return resp.StatusCode, raw
+}
+
+// postBad is post for a body the test means to be invalid (doBad).
+func (b *broker) postBad(t testing.TB, path, body string) (int, []byte) {
+	t.Helper()
+	resp, raw := b.doBad(t, http.MethodPost, path, strings.NewReader(body))
 	return resp.StatusCode, raw
 }
 

@@ -451,7 +451,7 @@ func testHTTPPushBadRequests(t *testing.T, b *broker) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			before := counts()
-			resp, body := b.postPush(t, tt.body)
+			resp, body := b.doBad(t, http.MethodPost, "/api/v1/push", strings.NewReader(tt.body))
 			wantErrorBody(t, resp, body, http.StatusBadRequest, "", tt.want...)
 			if after := counts(); after != before {
 				t.Errorf("(accepted requests, frames, segments) went from %v to %v: a rejected request was taken", before, after)
@@ -486,7 +486,7 @@ func testHTTPRoutes(t *testing.T, b *broker) {
 			if tt.method != http.MethodGet {
 				body = strings.NewReader(`{"items":[]}`)
 			}
-			resp, raw := b.do(t, tt.method, tt.path, body)
+			resp, raw := b.doBad(t, tt.method, tt.path, body)
 			wantErrorBody(t, resp, raw, tt.status, tt.code, tt.want...)
 			if tt.code != "" && strings.TrimSpace(string(raw)) != `{"error":"Not Found","code":"no_such_route"}` &&
 				strings.TrimSpace(string(raw)) != `{"code":"no_such_route","error":"Not Found"}` {

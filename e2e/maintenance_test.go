@@ -42,7 +42,11 @@ func TestMaintenanceRoutes(t *testing.T) {
 		{"pop on", "/api/v1/system/maintenance/pop", `{"enabled":true}`, 200, `"popMaintenanceMode":true`},
 	}
 	for _, tt := range tests {
-		code, body := b.post(t, tt.path, tt.body)
+		post := b.post
+		if tt.code >= 400 {
+			post = b.postBad
+		}
+		code, body := post(t, tt.path, tt.body)
 		if code != tt.code || !strings.Contains(string(body), tt.want) {
 			t.Fatalf("%s: %d %s, want %d containing %q", tt.name, code, body, tt.code, tt.want)
 		}

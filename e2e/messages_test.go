@@ -303,7 +303,7 @@ func TestMessagesBrowse(t *testing.T) {
 		} {
 			t.Run(tt.name, func(t *testing.T) {
 				t.Parallel()
-				resp, body := b.do(t, http.MethodGet, "/api/v1/messages"+tt.query, nil)
+				resp, body := b.doBad(t, http.MethodGet, "/api/v1/messages"+tt.query, nil)
 				wantErrorBody(t, resp, body, http.StatusBadRequest, "", tt.want)
 			})
 		}
@@ -766,7 +766,7 @@ func TestDeadLetterReplay(t *testing.T) {
 		} {
 			t.Run(tt.name, func(t *testing.T) {
 				t.Parallel()
-				resp, body := b.do(t, http.MethodPost, tt.path, strings.NewReader(tt.body))
+				resp, body := b.doBad(t, http.MethodPost, tt.path, strings.NewReader(tt.body))
 				wantErrorBody(t, resp, body, tt.status, "", tt.want)
 			})
 		}
@@ -852,9 +852,9 @@ func TestDeadLetterDeletion(t *testing.T) {
 			b.msgDeadLetterOf(t, "purge", "p", g, "b-"+g, 2)
 		}
 		b.msgDeadLetterOf(t, "purge-other", "p", "g1", "c", 3)
-		resp, body := b.do(t, http.MethodDelete, "/api/v1/dlq", nil)
+		resp, body := b.doBad(t, http.MethodDelete, "/api/v1/dlq", nil)
 		wantErrorBody(t, resp, body, 400, "", "queue is required")
-		resp, body = b.do(t, http.MethodDelete, "/api/v1/dlq?consumerGroup=g1", nil)
+		resp, body = b.doBad(t, http.MethodDelete, "/api/v1/dlq?consumerGroup=g1", nil)
 		wantErrorBody(t, resp, body, 400, "", "queue is required")
 
 		for _, tt := range []struct{ query, want string }{

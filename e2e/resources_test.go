@@ -162,7 +162,7 @@ func (b *broker) resDecode(t testing.TB, path string, v any) []byte {
 // resBadRequest GETs path and wants a 400 {"error": ...} naming param.
 func (b *broker) resBadRequest(t testing.TB, path, param string) {
 	t.Helper()
-	resp, raw := b.do(t, http.MethodGet, path, nil)
+	resp, raw := b.doBad(t, http.MethodGet, path, nil)
 	wantErrorBody(t, resp, raw, http.StatusBadRequest, "", param)
 }
 

@@ -284,7 +284,7 @@ func TestTraces(t *testing.T) {
 		} {
 			t.Run(tt.name, func(t *testing.T) {
 				t.Parallel()
-				resp, body := b.do(t, tt.method, tt.path, strings.NewReader(tt.body))
+				resp, body := b.doBad(t, tt.method, tt.path, strings.NewReader(tt.body))
 				wantErrorBody(t, resp, body, tt.status, "", tt.want)
 			})
 		}

@@ -144,7 +144,7 @@ func TestTransactionBadRequests(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			code, raw := b.post(t, "/api/v1/transaction", tt.body)
+			code, raw := b.postBad(t, "/api/v1/transaction", tt.body)
 			var r txnResp
 			if err := json.Unmarshal(raw, &r); err != nil {
 				t.Fatal(err)

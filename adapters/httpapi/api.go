@@ -47,6 +47,9 @@ type Options struct {
 	// Ready, when set, is asked by GET /ready whether pushes can be accepted now
 	// (core/readiness); nil: ready whenever the database answers.
 	Ready func(context.Context) readiness.Report
+	// OpenAPI is the API's OpenAPI document (docs/openapi.yaml), served at GET
+	// /openapi.yaml; nil: no such route.
+	OpenAPI []byte
 }
 
 // Pusher is the push use case the push and transaction routes call: core/push's
@@ -143,6 +146,9 @@ func (a *api) routes() *mux.Router {
 	r.HandleFunc("/metrics", a.handleMetrics).Methods(http.MethodGet)
 	if opts.Prometheus != nil {
 		r.Handle("/metrics/prometheus", opts.Prometheus).Methods(http.MethodGet)
+	}
+	if opts.OpenAPI != nil {
+		r.HandleFunc("/openapi.yaml", a.handleOpenAPI).Methods(http.MethodGet)
 	}
 	r.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusNotFound, map[string]string{"error": "Not Found", "code": "no_such_route"})

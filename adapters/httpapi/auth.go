@@ -28,6 +28,7 @@ var routeLevels = map[string]auth.Level{
 	"HEAD /live":              auth.Public,
 	"GET /metrics":            auth.Public,
 	"GET /metrics/prometheus": auth.Public,
+	"GET /openapi.yaml":       auth.Public,
 
 	// The only route a write-only token can call.
 	"POST /api/v1/push": auth.WriteOnly,

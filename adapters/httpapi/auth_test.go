@@ -34,7 +34,7 @@ func TestEveryRouteHasALevel(t *testing.T) {
 	t.Parallel()
 	a := newAPI(Services{DB: pinger{}, Consume: &consume.Service{}, Queues: &queues.Service{}, Maintenance: &maintenance.Flags{},
 		Resources: &admin.Resources{}, Groups: &admin.Groups{}, Messages: &admin.Messages{}, Traces: &admin.Traces{}},
-		Options{Prometheus: http.NotFoundHandler()})
+		Options{Prometheus: http.NotFoundHandler(), OpenAPI: []byte("openapi: 3.1.0\n")})
 	seen := map[string]bool{}
 	var walk func(r *mux.Router)
 	walk = func(r *mux.Router) {

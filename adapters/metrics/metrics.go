@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/queen-go/queen/core/consume"
 	"github.com/queen-go/queen/core/drain"
 	"github.com/queen-go/queen/core/fusion"
 	"github.com/queen-go/queen/core/hotlist"
@@ -20,18 +21,23 @@ import (
 	"github.com/queen-go/queen/core/retention"
 )
 
-// Sources are the readings a scrape takes.
+// Sources are the readings a scrape takes. Fusion, Push and PushLimit are required; a
+// nil optional source leaves its families out.
 type Sources struct {
 	Fusion    func() fusion.Stats
 	Push      func() push.Stats
 	PushLimit func() int
-	PoolStats func() (total, idle, acquired int32)
+	// Consume, when set, counts pops and acks.
+	Consume func() consume.Stats
+	// Pool, when set, reads the database pool (pgxpool's Stat).
+	Pool func() PoolStat
 	// DBCommits, when set, reads the database's committed transactions (all clients).
 	DBCommits func(context.Context) (int64, error)
-	// Maintenance reports push maintenance; Spool the spool's pending and failed
-	// records and whether the drain reaches the database.
-	Maintenance func() bool
-	Spool       func() drain.Status
+	// Maintenance and PopMaintenance report push and pop maintenance; Spool the spool's
+	// pending and failed records and whether the drain reaches the database.
+	Maintenance    func() bool
+	PopMaintenance func() bool
+	Spool          func() drain.Status
 	// Parked, when set, counts the long polls parked now.
 	Parked func() int
 	// Hotlist and Peers, when set, report the hot-list and the peer hints.
@@ -39,101 +45,131 @@ type Sources struct {
 	Peers   func() peers.Stats
 	// Retention, when set, reports what the retention cycle removed.
 	Retention func() retention.Stats
+	// Requests, when set, are the HTTP request families (the HTTP adapter's observers
+	// feed them).
+	Requests *Requests
 }
 
 // Handler returns the /metrics/prometheus handler over a private registry.
 func Handler(src Sources) http.Handler {
-	reg := prometheus.NewRegistry()
-	start := time.Now()
-	pushOp := prometheus.Labels{"op": "push"}
-	counter := func(name, help string, labels prometheus.Labels, f func() float64) {
-		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help, ConstLabels: labels}, f))
-	}
-	gauge := func(name, help string, labels prometheus.Labels, f func() float64) {
-		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help, ConstLabels: labels}, f))
-	}
-
-	gauge("queen_uptime_seconds", "Seconds since the broker started.", nil,
-		func() float64 { return time.Since(start).Seconds() })
-	gauge("queen_process_resident_memory_bytes", "Resident set size of the broker process (Memory obtained from the OS by the Go runtime where /proc is missing).", nil,
-		func() float64 { return float64(residentBytes()) })
-	counter("queen_process_push_requests_total", "Push requests accepted.", nil,
-		func() float64 { return float64(src.Push().Requests) })
-	counter("queen_process_push_messages_total", "Push items accepted.", nil,
-		func() float64 { return float64(src.Push().Messages) })
-	counter("queen_batches_fired_total", "Bundles committed, by operation.", pushOp,
-		func() float64 { return float64(src.Fusion().Commits) })
-	counter("queen_batch_items_fired_total", "Frames carried by committed bundles, by operation.", pushOp,
-		func() float64 { return float64(src.Fusion().Frames) })
-	gauge("queen_fusion_items_per_batch", "Moving average of frames per committed bundle.", pushOp,
-		func() float64 { return src.Fusion().ItemsPerBatch })
-	counter("queen_fusion_commits_total", "PostgreSQL commits made by push fusion.", nil,
-		func() float64 { return float64(src.Fusion().Commits) })
-	counter("queen_fusion_segments_total", "Partition segments carried by push fusion commits.", nil,
-		func() float64 { return float64(src.Fusion().Segments) })
-	counter("queen_fusion_failed_bundles_total", "Push bundles that failed as a whole.", nil,
-		func() float64 { return float64(src.Fusion().Failed) })
-	gauge("queen_admission_budget", "Current adaptive (Vegas) push concurrency limit.", prometheus.Labels{"lane": "push"},
-		func() float64 { return float64(src.PushLimit()) })
-	pool := func(pick func(total, idle, acquired int32) int32) func() float64 {
-		return func() float64 { return float64(pick(src.PoolStats())) }
-	}
-	gauge("queen_db_pool_size", "Open database connections.", nil, pool(func(t, _, _ int32) int32 { return t }))
-	gauge("queen_db_pool_idle", "Idle database connections.", nil, pool(func(_, i, _ int32) int32 { return i }))
-	gauge("queen_db_pool_active", "Database connections in use.", nil, pool(func(_, _, a int32) int32 { return a }))
-	if src.Parked != nil {
-		gauge("queen_pop_parked", "Long-poll pops parked now, waiting for a commit or their re-check.", nil,
-			func() float64 { return float64(src.Parked()) })
-	}
-	registerSpoolAndDatabase(src, gauge, counter)
-	if src.Hotlist != nil {
-		reg.MustRegister(hotlistCollector{src.Hotlist, src.Peers})
-	}
-	if src.Retention != nil {
-		registerRetention(src.Retention, counter)
-	}
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	h := promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
+	h := promhttp.HandlerFor(newRegistry(src), promhttp.HandlerOpts{})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", "no-cache") // api.md §1: scrapes are never cached
 		h.ServeHTTP(w, r)
 	})
 }
 
-// registerSpoolAndDatabase adds the families whose sources are optional: maintenance,
-// the spool, and the database's own commit counter.
-func registerSpoolAndDatabase(src Sources, gauge, counter func(name, help string, labels prometheus.Labels, f func() float64)) {
-	if src.Maintenance != nil {
-		gauge("queen_maintenance_mode_enabled", "1 while push maintenance routes every push to the spool.", nil,
-			func() float64 { return b2f(src.Maintenance()) })
+// newRegistry returns a registry holding every family src can feed, the Go runtime's
+// and the process's.
+func newRegistry(src Sources) *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	start := time.Now()
+	gauge := func(name, help string, f func() float64) {
+		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, f))
 	}
-	if src.Spool != nil {
-		gauge("queen_file_buffer_pending", "Records in the spool not yet replayed into PostgreSQL.", nil,
-			func() float64 { return float64(src.Spool().Pending) })
-		gauge("queen_file_buffer_failed", "Spool records quarantined in failed/ (corrupt or rejected).", nil,
-			func() float64 { return float64(src.Spool().Failed) })
-		gauge("queen_file_buffer_db_healthy", "1 while the spool drain reaches PostgreSQL.", nil,
-			func() float64 { return b2f(src.Spool().DBHealthy) })
+	gauge("queen_uptime_seconds", "Seconds since the broker started.",
+		func() float64 { return time.Since(start).Seconds() })
+	gauge("queen_process_resident_memory_bytes", "Resident set size of the broker process (memory obtained from the OS by the Go runtime where /proc is missing).",
+		func() float64 { return float64(residentBytes()) })
+	registerPush(reg, src)
+	if src.Consume != nil {
+		registerConsume(reg, src.Consume)
+	}
+	if src.Pool != nil {
+		registerPool(reg, src.Pool)
 	}
 	if src.DBCommits != nil {
-		counter("queen_db_commits_total", "Transactions committed in the broker's PostgreSQL database by every client (pg_stat_database.xact_commit; -1 when unreadable).", nil,
-			func() float64 {
-				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-				defer cancel()
-				n, err := src.DBCommits(ctx)
-				if err != nil {
-					return -1
-				}
-				return float64(n)
-			})
+		reg.MustRegister(dbCommits{src.DBCommits})
 	}
+	if src.Parked != nil {
+		gauge("queen_pop_parked", "Long-poll pops parked now, waiting for a commit or their re-check.",
+			func() float64 { return float64(src.Parked()) })
+	}
+	if src.Maintenance != nil {
+		gauge("queen_maintenance_mode_enabled", "1 while push maintenance routes every push to the spool.",
+			func() float64 { return b2f(src.Maintenance()) })
+	}
+	if src.PopMaintenance != nil {
+		gauge("queen_pop_maintenance_mode_enabled", "1 while pop maintenance makes every pop claim nothing.",
+			func() float64 { return b2f(src.PopMaintenance()) })
+	}
+	if src.Spool != nil {
+		registerSpool(reg, src.Spool)
+	}
+	if src.Hotlist != nil {
+		reg.MustRegister(hotlistCollector{src.Hotlist, src.Peers})
+	}
+	if src.Retention != nil {
+		registerRetention(reg, src.Retention)
+	}
+	if src.Requests != nil {
+		reg.MustRegister(src.Requests)
+	}
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return reg
 }
 
-func b2f(b bool) float64 {
-	if b {
-		return 1
-	}
-	return 0
+// registerPush adds the push path's families: requests and messages accepted, and push
+// fusion's bundles (Queen's batch families carry op="push": fusion is the only batcher).
+func registerPush(reg prometheus.Registerer, src Sources) {
+	p := newSnapshot(src.Push)
+	p.counter("queen_process_push_requests_total", "Push requests accepted.", nil,
+		func(s push.Stats) float64 { return float64(s.Requests) })
+	p.counter("queen_process_push_messages_total", "Push items accepted.", nil,
+		func(s push.Stats) float64 { return float64(s.Messages) })
+	reg.MustRegister(p)
+
+	pushOp := prometheus.Labels{"op": "push"}
+	f := newSnapshot(src.Fusion)
+	f.counter("queen_batches_fired_total", "Bundles committed, by operation.", pushOp,
+		func(s fusion.Stats) float64 { return float64(s.Commits) })
+	f.counter("queen_batch_items_fired_total", "Frames carried by committed bundles, by operation.", pushOp,
+		func(s fusion.Stats) float64 { return float64(s.Frames) })
+	f.gauge("queen_fusion_items_per_batch", "Moving average of frames per committed bundle (over about 16 bundles).", pushOp,
+		func(s fusion.Stats) float64 { return s.ItemsPerBatch })
+	f.counter("queen_fusion_commits_total", "PostgreSQL commits made by push fusion.", nil,
+		func(s fusion.Stats) float64 { return float64(s.Commits) })
+	f.counter("queen_fusion_segments_total", "Partition segments carried by push fusion commits.", nil,
+		func(s fusion.Stats) float64 { return float64(s.Segments) })
+	f.counter("queen_fusion_failed_bundles_total", "Push bundles that failed as a whole.", nil,
+		func(s fusion.Stats) float64 { return float64(s.Failed) })
+	reg.MustRegister(f)
+
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "queen_admission_budget",
+		Help: "Current adaptive (Vegas) concurrency limit, by lane.", ConstLabels: prometheus.Labels{"lane": "push"}},
+		func() float64 { return float64(src.PushLimit()) }))
+}
+
+// registerConsume adds Queen's pop and ack counters.
+func registerConsume(reg prometheus.Registerer, read func() consume.Stats) {
+	c := newSnapshot(read)
+	c.counter("queen_process_pop_requests_total", "Pop requests with a valid query, whether they claimed anything or not.", nil,
+		func(s consume.Stats) float64 { return float64(s.PopRequests) })
+	c.counter("queen_process_pop_messages_total", "Messages delivered by pops.", nil,
+		func(s consume.Stats) float64 { return float64(s.PopMessages) })
+	c.counter("queen_process_ack_requests_total", "Acknowledgement requests (ack and ack/batch).", nil,
+		func(s consume.Stats) float64 { return float64(s.AckRequests) })
+	c.counter("queen_process_ack_messages_total", "Acknowledgements the database applied.", nil,
+		func(s consume.Stats) float64 { return float64(s.AckMessages) })
+	reg.MustRegister(c)
+}
+
+// registerSpool adds the spool's families; Queen's three keep their names.
+func registerSpool(reg prometheus.Registerer, read func() drain.Status) {
+	c := newSnapshot(read)
+	c.gauge("queen_file_buffer_pending", "Records in the spool not yet replayed into PostgreSQL.", nil,
+		func(s drain.Status) float64 { return float64(s.Pending) })
+	c.gauge("queen_file_buffer_failed", "Spool records quarantined in failed/ (corrupt or rejected).", nil,
+		func(s drain.Status) float64 { return float64(s.Failed) })
+	c.gauge("queen_file_buffer_db_healthy", "1 while the spool drain reaches PostgreSQL.", nil,
+		func(s drain.Status) float64 { return b2f(s.DBHealthy) })
+	c.gauge("queen_file_buffer_failed_files", "Files quarantined in the spool's failed/ directory.", nil,
+		func(s drain.Status) float64 { return float64(s.FailedFiles) })
+	c.gauge("queen_file_buffer_failed_bytes", "Size of the files quarantined in failed/.", nil,
+		func(s drain.Status) float64 { return float64(s.FailedBytes) })
+	c.gauge("queen_file_buffer_write_failing", "1 while the spool's last write failed (a full disk, an I/O error): pushes that need the spool are refused and /ready may fail.", nil,
+		func(s drain.Status) float64 { return b2f(!s.SpoolWriteFailedAt.IsZero()) })
+	reg.MustRegister(c)
 }
 
 // residentBytes is the process's resident set size from /proc/self/statm (in pages), or
@@ -151,7 +187,8 @@ func residentBytes() uint64 {
 }
 
 // registerRetention exports what each retention job removed, in rows and stored bytes.
-func registerRetention(stats func() retention.Stats, counter func(string, string, prometheus.Labels, func() float64)) {
+func registerRetention(reg prometheus.Registerer, read func() retention.Stats) {
+	c := newSnapshot(read)
 	for _, j := range []struct {
 		job         string
 		rows, bytes func(retention.Stats) int64
@@ -164,15 +201,16 @@ func registerRetention(stats func() retention.Stats, counter func(string, string
 		{"partitions", func(s retention.Stats) int64 { return s.Partitions }, nil},
 	} {
 		labels := prometheus.Labels{"job": j.job}
-		counter("queen_retention_removed_rows_total", "Rows the retention cycle removed, per job (messages: messages in the segments removed).", labels,
-			func() float64 { return float64(j.rows(stats())) })
+		c.counter("queen_retention_removed_rows_total", "Rows the retention cycle removed, per job (messages: messages in the segments removed).", labels,
+			func(s retention.Stats) float64 { return float64(j.rows(s)) })
 		if j.bytes != nil {
-			counter("queen_retention_removed_bytes_total", "Stored bytes the retention cycle removed, per job.", labels,
-				func() float64 { return float64(j.bytes(stats())) })
+			c.counter("queen_retention_removed_bytes_total", "Stored bytes the retention cycle removed, per job.", labels,
+				func(s retention.Stats) float64 { return float64(j.bytes(s)) })
 		}
 	}
-	counter("queen_retention_cycles_total", "Retention cycles this broker ran (it held the lead).", nil,
-		func() float64 { return float64(stats().Cycles) })
-	counter("queen_retention_errors_total", "Retention steps that failed.", nil,
-		func() float64 { return float64(stats().Errors) })
+	c.counter("queen_retention_cycles_total", "Retention cycles this broker ran (it held the lead).", nil,
+		func(s retention.Stats) float64 { return float64(s.Cycles) })
+	c.counter("queen_retention_errors_total", "Retention steps that failed.", nil,
+		func(s retention.Stats) float64 { return float64(s.Errors) })
+	reg.MustRegister(c)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/queen-go/queen/adapters/httpapi"
+	"github.com/queen-go/queen/adapters/metrics"
 	"github.com/queen-go/queen/core/push"
 )
 
@@ -126,9 +127,14 @@ type pinger struct{}
 func (pinger) Ping(context.Context) error { return nil }
 
 // Handler is the broker's HTTP handler with p behind the push route, built with the
-// options queen-server gives it by default (authentication off, the default body limit).
+// options queen-server gives it by default (authentication off, the default body limit)
+// and the same middleware: every request observed into the request metrics, as
+// ProvideHandler does (the floor must pay for what the broker pays for on every request).
 func Handler(p *Pusher, log *slog.Logger) http.Handler {
-	return httpapi.New(httpapi.Services{Push: p, DB: pinger{}}, httpapi.Options{Logger: log})
+	requests := metrics.NewRequests()
+	observe := func(o httpapi.Observed) { requests.Observe(o.Method, o.Route, o.Status, o.Duration, o.Bytes) }
+	return httpapi.New(httpapi.Services{Push: p, DB: pinger{}},
+		httpapi.Options{Logger: log, Observers: []func(httpapi.Observed){observe}})
 }
 
 // Server is Handler served as queen-server serves its handler, at addr.

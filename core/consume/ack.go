@@ -80,6 +80,7 @@ const NotApplied = "ack flush failed; lease will expire and redeliver"
 // items fail with NotApplied. Every message moved to the dead-letter queue is announced
 // as a commit of its partition (its next messages can be claimed now).
 func (s *Service) Ack(ctx context.Context, tenant string, inputs []AckInput) ([]ports.AckResult, error) {
+	s.acks.Add(1)
 	out := make([]ports.AckResult, len(inputs))
 	items := make([]ports.AckItem, 0, len(inputs))
 	pos := make([]int, 0, len(inputs))
@@ -102,13 +103,18 @@ func (s *Service) Ack(ctx context.Context, tenant string, inputs []AckInput) ([]
 		}
 		return out, fmt.Errorf("consume: ack %d items: %w", len(items), err)
 	}
+	var applied uint64
 	for k, r := range res {
 		out[pos[k]] = r
+		if r.OK {
+			applied++
+		}
 		if r.DLQ {
 			s.opts.Commits.Announce(notify.Commit{Tenant: tenant, Queue: r.Queue, Partition: r.Partition,
 				PartitionID: items[k].PartitionID, Source: notify.DeadLettered})
 		}
 	}
+	s.acked.Add(applied)
 	s.released(tenant, items, res)
 	return out, nil
 }

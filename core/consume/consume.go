@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -73,6 +74,23 @@ type Service struct {
 
 	stopOnce sync.Once
 	stopping chan struct{} // closed by Stop
+
+	// The counters Stats reports (the Prometheus exporter reads them at scrape time).
+	pops, popped, acks, acked atomic.Uint64
+}
+
+// Stats are cumulative pop and ack counts since the Service was built.
+type Stats struct {
+	PopRequests uint64 // pops with a valid query, whether they claimed anything or not
+	PopMessages uint64 // messages those pops delivered
+	AckRequests uint64 // Ack calls
+	AckMessages uint64 // acknowledgements the store applied (results with OK)
+}
+
+// Stats returns the counters.
+func (s *Service) Stats() Stats {
+	return Stats{PopRequests: s.pops.Load(), PopMessages: s.popped.Load(),
+		AckRequests: s.acks.Load(), AckMessages: s.acked.Load()}
 }
 
 // New returns a Service over store, decoding segments with codec.
@@ -126,7 +144,12 @@ func (s *Service) Pop(ctx context.Context, q PopQuery) (*Batch, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.pop(ctx, req, wait)
+	s.pops.Add(1)
+	b, err := s.pop(ctx, req, wait)
+	if b != nil {
+		s.popped.Add(uint64(len(b.Messages)))
+	}
+	return b, err
 }
 
 // pop claims for req, parking up to wait when nothing is there.

@@ -1,0 +1,75 @@
+package metrics
+
+import (
+	"context"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// PoolStat is what a scrape reads of the database pool: the methods of pgxpool's Stat,
+// which satisfies it (the provider hands the pool's Stat over; pgx stays in
+// adapters/postgres).
+type PoolStat interface {
+	TotalConns() int32
+	IdleConns() int32
+	AcquiredConns() int32
+	ConstructingConns() int32
+	MaxConns() int32
+	AcquireCount() int64                 // successful acquires since the pool opened
+	EmptyAcquireCount() int64            // of those, the ones that found no idle connection and waited
+	CanceledAcquireCount() int64         // acquires given up (context cancelled or timed out)
+	AcquireDuration() time.Duration      // total time successful acquires took
+	EmptyAcquireWaitTime() time.Duration // total time acquires waited for a connection
+}
+
+// registerPool adds the pool's families, read once per scrape. Queen's three gauges keep
+// their names (api.md §5.13); the others follow Prometheus' conventions.
+func registerPool(reg prometheus.Registerer, read func() PoolStat) {
+	c := newSnapshot(read)
+	c.gauge("queen_db_pool_size", "Open database connections (idle, in use or being opened).", nil,
+		func(s PoolStat) float64 { return float64(s.TotalConns()) })
+	c.gauge("queen_db_pool_idle", "Idle database connections.", nil,
+		func(s PoolStat) float64 { return float64(s.IdleConns()) })
+	c.gauge("queen_db_pool_active", "Database connections in use.", nil,
+		func(s PoolStat) float64 { return float64(s.AcquiredConns()) })
+	c.gauge("queen_db_pool_constructing", "Database connections being opened.", nil,
+		func(s PoolStat) float64 { return float64(s.ConstructingConns()) })
+	c.gauge("queen_db_pool_max_size", "Most database connections the pool opens (DB_POOL_SIZE).", nil,
+		func(s PoolStat) float64 { return float64(s.MaxConns()) })
+	c.counter("queen_db_pool_acquires_total", "Successful connection acquires.", nil,
+		func(s PoolStat) float64 { return float64(s.AcquireCount()) })
+	c.counter("queen_db_pool_empty_acquires_total", "Acquires that found no idle connection and waited for one.", nil,
+		func(s PoolStat) float64 { return float64(s.EmptyAcquireCount()) })
+	c.counter("queen_db_pool_canceled_acquires_total", "Acquires given up before a connection came (cancelled or timed out).", nil,
+		func(s PoolStat) float64 { return float64(s.CanceledAcquireCount()) })
+	c.counter("queen_db_pool_acquire_seconds_total", "Time successful acquires took, summed.", nil,
+		func(s PoolStat) float64 { return s.AcquireDuration().Seconds() })
+	c.counter("queen_db_pool_acquire_wait_seconds_total", "Time acquires waited for a connection because none was idle, summed.", nil,
+		func(s PoolStat) float64 { return s.EmptyAcquireWaitTime().Seconds() })
+	reg.MustRegister(c)
+}
+
+// dbCommits exports queen_db_commits_total from the database's statistics. A scrape
+// that cannot read them omits the series (a counter must not jump to a placeholder:
+// rate() would read the jump as a reset).
+type dbCommits struct {
+	read func(context.Context) (int64, error)
+}
+
+var dbCommitsDesc = prometheus.NewDesc("queen_db_commits_total",
+	"Transactions committed in the broker's PostgreSQL database by every client (pg_stat_database.xact_commit); absent when unreadable.", nil, nil)
+
+func (c dbCommits) Describe(ch chan<- *prometheus.Desc) { ch <- dbCommitsDesc }
+
+func (c dbCommits) Collect(ch chan<- prometheus.Metric) {
+	// A scrape must not hang on a stalled database: Prometheus' own scrape timeout is
+	// 10 s by default.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	n, err := c.read(ctx)
+	if err != nil {
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(dbCommitsDesc, prometheus.CounterValue, float64(n))
+}
