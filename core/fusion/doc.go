@@ -4,8 +4,13 @@
 //
 // Structure. A Batcher owns Shards shards; a group of frames for (tenant, queue,
 // partition) goes to the shard chosen by the xxh3 hash of tenant \x1f queue \x1f
-// partition, so a shard owns a disjoint set of partitions. All shard state lives in the
-// shard's goroutine and needs no lock.
+// partition, so a shard owns a disjoint set of partitions. A shard has no goroutine: its
+// state is guarded by its mutex, held by each event for as long as it runs, on the
+// goroutine that brings the event. A submission runs on the request's goroutine (adds
+// its frames, and fires or offers what is ready), a flush's outcome on the goroutine
+// that routed it, a warm-up read's result on the read's own goroutine, and one Batcher
+// tick visits every shard. Handing each request to a shard goroutine and each outcome
+// back to it cost two goroutine wake-ups per push request (issue 18's profile).
 //
 // Rules (seed 000 §2):
 //
@@ -32,7 +37,7 @@
 //     case a permit was released and the offers were missed.
 //
 // A segment (seed 000 §3) is built when its partition is taken into a bundle or an offer,
-// on the shard's goroutine: layer-2 dedup on the xxh3-128 hashes, the hash blob and the
+// under the shard's lock: layer-2 dedup on the xxh3-128 hashes, the hash blob and the
 // zstd blob. A flush only sends its bundle, so a freed permit goes to the database at
 // once; a flush that commits and finds offers waiting carries them next on the same
 // goroutine (a new one waited for a core while the database sat idle) and routes the

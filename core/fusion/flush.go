@@ -33,6 +33,15 @@ type plan struct {
 	slot   []int // per ref that is a first: its frame index in the segment
 }
 
+// goFlush runs flush(bundle) on a goroutine of its own, which Stop waits for.
+func (b *Batcher) goFlush(bundle []flushPart) {
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		b.flush(bundle)
+	}()
+}
+
 // flush commits one bundle, topped up with offered partitions, and releases its permit.
 // If offers wait, it takes the permit back with a bundle of them and commits that next,
 // while a new goroutine routes the outcome of the first; otherwise it routes the outcome.
@@ -56,7 +65,11 @@ func (b *Batcher) flush(bundle []flushPart) {
 		// bundle would first wait for a core, with the database idle, on every commit
 		// (docs/benchmarks.md).
 		b.fireOffers() // more free permits (a limit above 1): more bundles
-		go b.finish(bundle, segs, results, err)
+		b.wg.Add(1)
+		go func(bundle []flushPart, segs []ports.Segment, results []ports.SegmentResult, err error) {
+			defer b.wg.Done()
+			b.finish(bundle, segs, results, err)
+		}(bundle, segs, results, err)
 		bundle = next
 	}
 }
@@ -124,7 +137,7 @@ func (b *Batcher) report(bundle []flushPart, remainder [][]ref, segs []ports.Seg
 		out.idx = append(out.idx, k)
 	}
 	for i, s := range owners {
-		s.done <- &outs[i]
+		s.finished(&outs[i])
 	}
 }
 

@@ -2,43 +2,22 @@ package fusion
 
 import (
 	"strings"
-	"sync"
 
 	"github.com/queen-go/queen/core/notify"
 )
-
-// forgetting asks a shard to drop the dedup state of every partition whose key starts
-// with prefix (one queue's partitions), then to call done.
-type forgetting struct {
-	prefix string
-	done   func()
-}
 
 // ForgetQueue drops this broker's dedup cache (and pending warm-up reads) of every
 // partition of the queue, in every shard, and returns once all shards have done so. Call
 // it after the queue was reconfigured or deleted: the cache's watermark claims were made
 // under the old dedup window and for the old partitions (see known.go), and without them
 // the next flush of each partition makes the SQL probe the whole window again.
-//
-// Shard state belongs to the shard's goroutine, so the request travels to each shard like
-// a submission and is applied between two events there. Before Start there is nothing to
-// forget, and after Stop no push is accepted any more: then it does nothing.
 func (b *Batcher) ForgetQueue(tenant, queue string) {
 	prefix := partKey(tenant, queue, "")
-	var wg sync.WaitGroup
-	b.mu.RLock()
-	if b.closed || !b.started {
-		b.mu.RUnlock()
-		return
-	}
-	// Under the read lock Stop cannot close stop, so every shard's loop is still running
-	// and receives the request (it never blocks on anything that needs b.mu).
-	wg.Add(len(b.shards))
 	for _, s := range b.shards {
-		s.forgets <- forgetting{prefix: prefix, done: wg.Done}
+		s.mu.Lock()
+		s.forgetQueue(prefix)
+		s.unlock()
 	}
-	b.mu.RUnlock()
-	wg.Wait()
 }
 
 // QueueChanged is ForgetQueue as a queue-change subscriber.

@@ -115,8 +115,10 @@ type Batcher struct {
 	mu      sync.RWMutex // guards started and closed against concurrent Submit
 	started bool
 	closed  bool
-	wg      sync.WaitGroup
-	stop    chan struct{}
+	wg      sync.WaitGroup // the tick, flushes, routing and warm-up reads
+	stop    chan struct{}  // closed by Stop: the summary logger ends
+	quit    chan struct{}  // closed by Stop once everything submitted is done: the tick ends
+	quitted sync.Once
 
 	warmSlots  chan struct{}   // semaphore of concurrent dedup cache warm-up reads
 	warmCtx    context.Context // cancelled by Close: warm-ups are optional work
@@ -137,6 +139,7 @@ func New(store ports.SegmentStore, codec *segment.Codec, opts Options) *Batcher 
 		codec:     codec,
 		opts:      opts,
 		stop:      make(chan struct{}),
+		quit:      make(chan struct{}),
 		warmSlots: make(chan struct{}, warmParallel),
 	}
 	b.warmCtx, b.cancelWarm = context.WithCancel(context.Background())
@@ -147,8 +150,8 @@ func New(store ports.SegmentStore, codec *segment.Codec, opts Options) *Batcher 
 	return b
 }
 
-// Start launches the shards and the summary logger. It does nothing when the Batcher
-// already started or stopped.
+// Start launches the liveness tick and the summary logger. It does nothing when the
+// Batcher already started or stopped.
 func (b *Batcher) Start() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -156,13 +159,11 @@ func (b *Batcher) Start() {
 		return
 	}
 	b.started = true
-	for _, s := range b.shards {
-		b.wg.Add(1)
-		go func() {
-			defer b.wg.Done()
-			s.run()
-		}()
-	}
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		b.tick()
+	}()
 	b.wg.Add(1)
 	go func() {
 		defer b.wg.Done()
@@ -240,7 +241,38 @@ func (b *Batcher) handOver(i int, gs []*Group) {
 		}
 		return
 	}
-	b.shards[i].in <- gs
+	b.shards[i].submit(gs)
+}
+
+// tick is the liveness backstop, every Hold until Stop is done: offers whose permit
+// release was missed leave, queued warm-ups take the slots other shards freed, idle
+// parts are swept. One goroutine for all shards: a tick per shard woke eight goroutines
+// every 15 ms for nothing most of the time.
+func (b *Batcher) tick() {
+	t := time.NewTicker(b.opts.Hold)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+		case <-b.quit:
+			return
+		}
+		b.fireOffers()
+		for _, s := range b.shards {
+			s.tick()
+		}
+	}
+}
+
+// idle reports whether no frame is held or in flight in any shard (offered partitions
+// count as their owner's in flight).
+func (b *Batcher) idle() bool {
+	for _, s := range b.shards {
+		if !s.idle() {
+			return false
+		}
+	}
+	return true
 }
 
 func (b *Batcher) shardOf(g *Group) int {
@@ -257,12 +289,28 @@ func (b *Batcher) shardOf(g *Group) int {
 // last flush, or until ctx ends.
 func (b *Batcher) Stop(ctx context.Context) error {
 	b.mu.Lock()
-	if !b.closed {
+	first := !b.closed
+	if first {
 		b.closed = true
 		close(b.stop)
 		b.cancelWarm()
 	}
+	started := b.started
 	b.mu.Unlock()
+	if started {
+		// What was submitted commits: completions fire what is ready, the tick what was
+		// offered. Poll rather than signal: this runs once per process.
+		poll := time.NewTicker(time.Millisecond)
+		defer poll.Stop()
+		for !b.idle() {
+			select {
+			case <-poll.C:
+			case <-ctx.Done():
+				return fmt.Errorf("fusion: stop: %w", ctx.Err())
+			}
+		}
+	}
+	b.quitted.Do(func() { close(b.quit) })
 	done := make(chan struct{})
 	go func() {
 		b.wg.Wait()

@@ -14,11 +14,10 @@ package fusion
 // would hold at most what one of the Shards shards accumulated, so with S shards the
 // segments per commit would be capped near concurrency/S however few permits there are
 // (a handful with 8 shards and 64 single-message clients). Asking the waiting shards for
-// their partitions when a permit frees costs a round trip through each shard's
-// goroutine per bundle while the permit sits idle; an offer is ready before the permit
-// frees. Each shard still owns its state: only its own
-// goroutine takes its partitions, and their outcome comes back to it as for its own
-// bundles (shard.complete).
+// their partitions when a permit frees costs a visit to each shard per bundle while the
+// permit sits idle; an offer is ready before the permit frees. Each shard still owns
+// its state: only an event under its lock takes its partitions, and their outcome comes
+// back to it as for its own bundles (shard.complete).
 //
 // No lost wake-up: a shard offers and then tries a permit; a flush releases its permit
 // and then looks at the offers. Both sides act after publishing (the offer under
@@ -45,7 +44,7 @@ func (b *Batcher) fireOffers() {
 		if bundle == nil {
 			return
 		}
-		go b.flush(bundle)
+		b.goFlush(bundle)
 	}
 }
 

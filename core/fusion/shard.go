@@ -2,6 +2,7 @@ package fusion
 
 import (
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -37,11 +38,13 @@ type flushed struct {
 	results   []ports.SegmentResult // aligned with segs
 }
 
-// shard owns a disjoint set of partitions; only its goroutine touches its state.
+// shard owns a disjoint set of partitions. Its state is guarded by mu, which every
+// event holds while it runs: a submission (on the request's goroutine), a flush's
+// outcome (on the goroutine that routed it), a finished warm-up read, a queue change,
+// the Batcher's tick. None of them waits for anything while holding it.
 type shard struct {
 	b        *Batcher
-	in       chan []*Group
-	done     chan *flushed
+	mu       sync.Mutex
 	parts    map[string]*part
 	ready    []*part      // FIFO of partitions with frames and no flush in flight
 	bundles  int          // bundles this shard fired that are in flight (the MaxInflight cap)
@@ -51,15 +54,12 @@ type shard struct {
 
 	known        map[string]*known    // dedup cache, by partition key (outlives idle parts)
 	knownEntries int                  // hashes held in known, bounded by Options.CacheEntries/Shards
-	warmed       chan *warmed         // finished warm-up reads (see warm.go)
 	warmTried    map[string]time.Time // partition key -> earliest next warm-up
 	warming      map[string][]seen    // partition key -> commits learnt while its read is pending
-	warmReads    int                  // this shard's reads in flight (at most cap(warmed))
+	warmReads    int                  // this shard's reads in flight (at most warmParallel)
 	warmQueue    []warmReq            // partitions waiting for a warm-up slot, oldest first
 	warmQueued   map[string]struct{}  // keys in warmQueue
 	stale        map[string]struct{}  // partition keys whose pending read predates a ForgetQueue
-
-	forgets chan forgetting // ForgetQueue requests (see forget.go)
 
 	keyBuf   []byte      // add's partition key, built without allocating
 	offerBuf []flushPart // scratch of the parts dispatch offers
@@ -74,69 +74,55 @@ const sweepTicks = 64
 func newShard(b *Batcher) *shard {
 	return &shard{
 		b:          b,
-		in:         make(chan []*Group, 4096),
-		done:       make(chan *flushed, 64),
 		parts:      make(map[string]*part),
 		known:      make(map[string]*known),
-		warmed:     make(chan *warmed, warmParallel),
 		warmTried:  make(map[string]time.Time),
 		warming:    make(map[string][]seen),
 		warmQueued: make(map[string]struct{}),
 		stale:      make(map[string]struct{}),
-		forgets:    make(chan forgetting),
 	}
 }
 
-// maxDrain bounds how many queued submissions one wake-up absorbs before dispatching,
-// so a burst is bundled without starving completions.
-const maxDrain = 1024
-
-func (s *shard) run() {
-	tick := time.NewTicker(s.b.opts.Hold)
-	defer tick.Stop()
-	stop := s.b.stop
-	closing := false
-	for {
-		select {
-		case gs := <-s.in:
-			s.add(gs)
-			s.drain()
-		case f := <-s.done:
-			s.complete(f)
-		case w := <-s.warmed:
-			s.install(w)
-		case f := <-s.forgets:
-			s.forgetQueue(f.prefix)
-			f.done()
-		case <-tick.C:
-			// Liveness backstop: offers whose permit release was missed leave now, and
-			// queued warm-ups take slots other shards freed.
-			s.b.fireOffers()
-			s.warmNext()
-			if s.ticks++; s.ticks >= sweepTicks {
-				s.sweepIdle()
-			}
-		case <-stop:
-			closing, stop = true, nil
-			s.drain()
-		}
-		s.dispatch()
-		s.backlog.Store(int64(s.pending))
-		if closing && s.pending == 0 && s.inflight == 0 && len(s.in) == 0 {
-			return
-		}
-	}
+// unlock ends an event: whatever became ready has been dispatched, and the backlog
+// figure is published before the lock is released.
+func (s *shard) unlock() {
+	s.dispatch()
+	s.backlog.Store(int64(s.pending))
+	s.mu.Unlock()
 }
 
-func (s *shard) drain() {
-	for range maxDrain {
-		select {
-		case gs := <-s.in:
-			s.add(gs)
-		default:
-			return
-		}
+// submit is a submission's event: the groups' frames join their partitions, and what
+// is ready fires or is offered at once (fire on idle).
+func (s *shard) submit(gs []*Group) {
+	s.mu.Lock()
+	s.add(gs)
+	s.unlock()
+}
+
+// finished is a flush outcome's event (see complete).
+func (s *shard) finished(f *flushed) {
+	s.mu.Lock()
+	s.complete(f)
+	s.unlock()
+}
+
+// tick is the Batcher's liveness tick on this shard: queued warm-ups take the slots
+// other shards freed, and idle parts are swept now and then.
+func (s *shard) tick() {
+	s.mu.Lock()
+	s.warmNext()
+	if s.ticks++; s.ticks >= sweepTicks {
+		s.sweepIdle()
 	}
+	s.unlock()
+}
+
+// idle reports whether the shard holds no frame and has no partition in flight: what
+// Stop waits for.
+func (s *shard) idle() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.pending == 0 && s.inflight == 0
 }
 
 func (s *shard) add(gs []*Group) {
@@ -176,7 +162,7 @@ func (s *shard) dispatch() {
 			bundle := s.take(min(len(s.ready), s.b.opts.BundleMax))
 			bundle[0].opens = true
 			s.bundles++
-			go s.b.flush(bundle)
+			s.b.goFlush(bundle)
 			continue
 		}
 		// Offered parts are copied onto the offer list: they are built in a scratch
@@ -190,7 +176,7 @@ func (s *shard) dispatch() {
 
 // take moves the first n ready partitions into a new bundle or an offer: their frames
 // are detached and they are in flight until their outcome comes back (complete). Their
-// segments are built here, on the shard's goroutine, so that a flush holding a permit
+// segments are built here, under the shard's lock, so that a flush holding a permit
 // only sends them: building a bundle's segments (layer-2 dedup, zstd) at flush time
 // kept the database idle between commits (docs/benchmarks.md).
 func (s *shard) take(n int) []flushPart {

@@ -52,8 +52,8 @@ type seen struct {
 // one frees (warmNext): after a restart every active partition is cold at once, and
 // reading them back to back ends the window-wide probes of their pushes sooner than
 // starting a read only on a commit that finds a free slot (docs/benchmarks.md, "Pushes
-// after a broker restart"). The read runs off the shard goroutine and its result comes
-// back through s.warmed.
+// after a broker restart"). The read runs on a goroutine of its own, which installs its
+// result under the shard's lock. Called with s.mu held.
 func (s *shard) warm(key, pid string) {
 	if _, pending := s.warming[key]; pending {
 		return
@@ -85,11 +85,9 @@ func (s *shard) warmNext() {
 	s.warmQueue = nil // let the drained backing array go
 }
 
-// startWarm starts the read if a slot is free, and reports whether it did. This shard's
-// reads in flight stay within the capacity of s.warmed, so a finished read never blocks
-// on sending its result (not even after the shard's loop has ended at Stop).
+// startWarm starts the read if a slot is free, and reports whether it did.
 func (s *shard) startWarm(key, pid string) bool {
-	if s.b.warmCtx.Err() != nil || s.warmReads >= cap(s.warmed) {
+	if s.b.warmCtx.Err() != nil || s.warmReads >= warmParallel {
 		return false
 	}
 	select {
@@ -111,8 +109,10 @@ func (s *shard) startWarm(key, pid string) bool {
 		ctx, cancel := context.WithTimeout(s.b.warmCtx, 30*time.Second)
 		rh, err := s.b.store.RecentHashes(ctx, pid, maxSegments)
 		cancel()
-		<-s.b.warmSlots                                               // free before reporting, so install can start the next read
-		s.warmed <- &warmed{key: key, pid: pid, recent: rh, err: err} // room: see above
+		<-s.b.warmSlots // free before installing, so install can start the next read
+		s.mu.Lock()
+		s.install(&warmed{key: key, pid: pid, recent: rh, err: err})
+		s.unlock()
 	}()
 	return true
 }
