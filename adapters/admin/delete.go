@@ -64,7 +64,7 @@ func deleteQueue(ctx context.Context, tx bun.Tx, tenant, queue string) (bool, er
 		// No foreign key ties these to their partition (the hot path would pay for it on
 		// every push, see schema/001_tables.sql): they go explicitly, then the partitions.
 		// Dead letters go with the queue row (their queue key cascades).
-		for _, table := range []string{"queen.log_segments", "queen.log_txns", "queen.log_consumers"} {
+		for _, table := range []string{"queen.log_segments", "queen.log_txns", "queen.log_consumers", "queen.stream_state"} {
 			if _, err := tx.NewDelete().TableExpr(table).
 				Where("partition_id IN (?)", bun.List(pids)).Exec(ctx); err != nil {
 				return false, err
