@@ -199,13 +199,13 @@ func (a *api) handleStreamState(w http.ResponseWriter, r *http.Request) {
 }
 
 type cyclePushResult struct {
-	Index         int     `json:"index"`
-	TransactionID string  `json:"transaction_id"`
-	Status        string  `json:"status"`
-	MessageID     *string `json:"message_id"`
-	PartitionID   string  `json:"partition_id,omitempty"`
+	Index         int             `json:"index"`
+	TransactionID string          `json:"transaction_id"`
+	Status        string          `json:"status"`
+	MessageID     *string         `json:"message_id"`
+	PartitionID   string          `json:"partition_id,omitempty"`
 	TraceID       json.RawMessage `json:"trace_id,omitempty"` // queued: the id or null
-	QueueName     string  `json:"queueName"`
+	QueueName     string          `json:"queueName"`
 }
 
 type cycleAckResult struct {
