@@ -1,0 +1,170 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/queen-go/queen/bench/load"
+)
+
+// BenchmarkStreamsCycle measures the streams SDK loop over HTTP with 20 partitions and
+// batches of 100 (streams.md §4.3's throughput shape): per partition, one worker pops
+// 100 messages, reads its state shard, folds them into a window and commits one cycle
+// (an upsert, one sink push, the ack of the last message). One op is one cycle. Reports
+// cycles/s and, when the test cluster's postmaster can be read in /proc, PostgreSQL CPU
+// per cycle (pg_us/cycle: pop, state read and cycle together). Run alone:
+//
+//	go test ./e2e -run '^$' -bench StreamsCycle -benchtime 400x
+func BenchmarkStreamsCycle(b *testing.B) {
+	const parts, batch = 20, 100
+	br := startBroker(b, nil)
+	q := br.mustRegisterTB(b, "bench", "h")
+	// Worker p runs quota(p) cycles, b.N in all; the prefill gives each a full batch.
+	quota := func(p int) int { return b.N/parts + min(1, max(0, b.N%parts-p)) }
+	for p := range parts {
+		for range quota(p) {
+			items := make([]map[string]any, batch)
+			for i := range items {
+				items[i] = map[string]any{"queue": "sb-src", "partition": fmt.Sprint("p", p), "payload": map[string]any{"amount": i}}
+			}
+			br.push(b, items...)
+		}
+	}
+	pg := postmasterOf(b, br.DB)
+	var before time.Duration
+	if pg > 0 {
+		before, _ = load.ClusterCPU(pg)
+	}
+	var failed atomic.Value
+	b.ResetTimer()
+	start := time.Now()
+	var wg sync.WaitGroup
+	for p := range parts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range quota(p) {
+				if err := benchCycle(br, q, fmt.Sprint("p", p), batch); err != nil {
+					failed.Store(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	b.StopTimer()
+	if err, _ := failed.Load().(error); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "cycles/s")
+	if pg > 0 {
+		if after, err := load.ClusterCPU(pg); err == nil {
+			b.ReportMetric(float64((after-before).Microseconds())/float64(b.N), "pg_us/cycle")
+		}
+	}
+}
+
+func (b *broker) mustRegisterTB(t testing.TB, name, hash string) string {
+	t.Helper()
+	code, raw := b.post(t, "/streams/v1/queries", mustJSON(t, map[string]any{"name": name, "source_queue": "sb-src", "config_hash": hash}))
+	var r streamQueryResp
+	if err := json.Unmarshal(raw, &r); err != nil || code != http.StatusOK {
+		t.Fatalf("register: %d %s", code, raw)
+	}
+	return r.QueryID
+}
+
+// benchCycle is one SDK cycle on partition part; errors instead of t.Fatal (it runs on
+// the benchmark's workers).
+func benchCycle(br *broker, queryID, part string, batch int) error {
+	ctx := context.Background()
+	resp, raw, err := br.request(ctx, http.MethodGet,
+		fmt.Sprintf("/api/v1/pop/queue/sb-src/partition/%s?batch=%d&consumerGroup=streams.bench&wait=false", part, batch), nil)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("pop %s: %v %s", part, err, raw)
+	}
+	var pop popResp
+	if err := json.Unmarshal(raw, &pop); err != nil || len(pop.Messages) == 0 {
+		return fmt.Errorf("pop %s: %v %s", part, err, raw)
+	}
+	last := pop.Messages[len(pop.Messages)-1]
+	post := func(path string, body any) ([]byte, error) {
+		b, _ := json.Marshal(body)
+		resp, raw, err := br.request(ctx, http.MethodPost, path, bytes.NewReader(b))
+		if err != nil || resp.StatusCode != http.StatusOK {
+			return nil, fmt.Errorf("%s: %v %s", path, err, raw)
+		}
+		return raw, nil
+	}
+	raw, err = post("/streams/v1/state/get", map[string]any{"query_id": queryID, "partition_id": last.PartitionID, "keys": []any{}})
+	if err != nil {
+		return err
+	}
+	var st struct {
+		Rows []struct {
+			Value struct{ Acc float64 } `json:"value"`
+		} `json:"rows"`
+	}
+	if err := json.Unmarshal(raw, &st); err != nil {
+		return err
+	}
+	sum := 0.0
+	for _, r := range st.Rows {
+		sum += r.Value.Acc
+	}
+	for _, m := range pop.Messages {
+		var v struct{ Amount float64 }
+		_ = json.Unmarshal(m.Data, &v)
+		sum += v.Amount
+	}
+	raw, err = post("/streams/v1/cycle", map[string]any{"query_id": queryID, "partition_id": last.PartitionID,
+		"consumer_group": "streams.bench", "release_lease": true,
+		"state_ops":  []any{map[string]any{"type": "upsert", "key": "tumb:60\x1fw", "value": map[string]any{"acc": sum}}},
+		"push_items": []any{map[string]any{"queue": "sb-sink", "partition": part, "payload": map[string]any{"sum": sum}}},
+		"ack":        map[string]any{"transactionId": last.TransactionID, "leaseId": last.LeaseID, "count": len(pop.Messages)}})
+	if err != nil {
+		return err
+	}
+	if !strings.Contains(string(raw), `"success":true`) {
+		return fmt.Errorf("cycle: %s", raw)
+	}
+	return nil
+}
+
+// postmasterOf is the pid of the postmaster serving db (the parent of one of its
+// backends), or 0 when it cannot be read (another machine, no /proc).
+func postmasterOf(t testing.TB, db string) int {
+	conn, err := pgx.Connect(context.Background(), db)
+	if err != nil {
+		t.Logf("postmaster: %v", err)
+		return 0
+	}
+	defer conn.Close(context.Background())
+	var backend int
+	if err := conn.QueryRow(context.Background(), "SELECT pg_backend_pid()").Scan(&backend); err != nil {
+		return 0
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", backend))
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+	if len(f) < 2 {
+		return 0
+	}
+	ppid, _ := strconv.Atoi(f[1])
+	return ppid
+}
