@@ -301,11 +301,16 @@ func (a *api) handleStreamCycle(w http.ResponseWriter, r *http.Request) {
 	}
 	out, err := a.Streams.Cycle(r.Context(), a.opts.Tenant, producerSub(r), in)
 	var f *streams.Failure
-	if errors.As(err, &f) {
+	switch {
+	case errors.As(err, &f):
 		fail(f.Msg)
 		return
-	}
-	if err != nil {
+	case errors.Is(err, push.ErrSpooledAhead):
+		// 503: the SDKs retry it (nothing was applied), and it commits once the spool's
+		// replay caught up with the sink partition.
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": err.Error() + "; nothing was applied, retry later"})
+		return
+	case err != nil:
 		writeError(w, a.opts.Logger, err)
 		return
 	}
