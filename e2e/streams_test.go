@@ -335,6 +335,15 @@ func TestStreamsFailedAckRollsBack(t *testing.T) {
 		"state_ops": []any{map[string]any{"type": "merge", "key": "w"}}}); r.Success || !strings.Contains(r.Error, "Unknown state_op type: merge") {
 		t.Fatalf("unknown op: %+v", r)
 	}
+	if r := b.cycle(t, map[string]any{"query_id": q, "partition_id": m.PartitionID,
+		"state_ops": []any{map[string]any{"type": "upsert", "key": nil, "value": 1}}}); r.Success || !strings.Contains(r.Error, "key is required") {
+		t.Fatalf("null key: %+v", r)
+	}
+	// A value PostgreSQL cannot store (jsonb refuses \u0000) fails the cycle, not the route.
+	if r := b.cycle(t, map[string]any{"query_id": q, "partition_id": m.PartitionID,
+		"state_ops": []any{map[string]any{"type": "upsert", "key": "z", "value": "a\u0000b"}}}); r.Success {
+		t.Fatalf("NUL in a value: %+v", r)
+	}
 	wantRows(t, b.stateOf(t, map[string]any{"query_id": q, "partition_id": m.PartitionID}), map[string]string{})
 	b.popEmpty(t, "/api/v1/pop/queue/rb-sink?wait=false")
 	// The lease was left alone: the right ack commits.

@@ -203,7 +203,7 @@ func applyStateOps(ctx context.Context, tx pgx.Tx, c ports.Cycle) (*ports.Rollba
 		if errors.As(err, &pgErr) && pgErr.Code == "23503" {
 			return &ports.RollbackError{Reason: "unknown_query", Msg: "unknown query_id " + c.QueryID + ": register the query first"}, nil
 		}
-		if errors.As(err, &pgErr) && (pgErr.Code == "22P02" || pgErr.Code == "22021") {
+		if errors.As(err, &pgErr) && (pgErr.Code == "22P02" || pgErr.Code == "22021" || pgErr.Code == "22P05") {
 			return &ports.RollbackError{Reason: "bad_value", Msg: "state value is not valid JSON: " + pgErr.Message}, nil
 		}
 		if err != nil {
