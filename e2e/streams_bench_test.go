@@ -6,16 +6,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
+	"github.com/queen-go/queen/adapters/pglocal/pgtest"
 	"github.com/queen-go/queen/bench/load"
 )
 
@@ -23,8 +20,8 @@ import (
 // batches of 100 (streams.md §4.3's throughput shape): per partition, one worker pops
 // 100 messages, reads its state shard, folds them into a window and commits one cycle
 // (an upsert, one sink push, the ack of the last message). One op is one cycle. Reports
-// cycles/s and, when the test cluster's postmaster can be read in /proc, PostgreSQL CPU
-// per cycle (pg_us/cycle: pop, state read and cycle together). Run alone:
+// cycles/s and, for the throwaway test cluster (its postmaster read in /proc), PostgreSQL
+// CPU per cycle (pg_us/cycle: pop, state read and cycle together). Run alone:
 //
 //	go test ./e2e -run '^$' -bench StreamsCycle -benchtime 400x
 func BenchmarkStreamsCycle(b *testing.B) {
@@ -42,7 +39,7 @@ func BenchmarkStreamsCycle(b *testing.B) {
 			br.push(b, items...)
 		}
 	}
-	pg := postmasterOf(b, br.DB)
+	pg := pgtest.PostmasterPID() // 0 with QUEEN_TEST_PG_URL: no CPU metric
 	var before time.Duration
 	if pg > 0 {
 		before, _ = load.ClusterCPU(pg)
@@ -142,29 +139,4 @@ func benchCycle(br *broker, queryID, part string, batch int) error {
 		return fmt.Errorf("cycle: %s", raw)
 	}
 	return nil
-}
-
-// postmasterOf is the pid of the postmaster serving db (the parent of one of its
-// backends), or 0 when it cannot be read (another machine, no /proc).
-func postmasterOf(t testing.TB, db string) int {
-	conn, err := pgx.Connect(context.Background(), db)
-	if err != nil {
-		t.Logf("postmaster: %v", err)
-		return 0
-	}
-	defer conn.Close(context.Background())
-	var backend int
-	if err := conn.QueryRow(context.Background(), "SELECT pg_backend_pid()").Scan(&backend); err != nil {
-		return 0
-	}
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", backend))
-	if err != nil {
-		return 0
-	}
-	f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
-	if len(f) < 2 {
-		return 0
-	}
-	ppid, _ := strconv.Atoi(f[1])
-	return ppid
 }
