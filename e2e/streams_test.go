@@ -484,3 +484,23 @@ func TestStreamsDeletion(t *testing.T) {
 		t.Fatalf("registration after the queue's deletion: %d %+v", code, r)
 	}
 }
+
+// TestStreamsSinkEncrypted: sink items to an encrypted queue are sealed at rest as a push
+// would seal them (decision 5), and popped back as sent.
+func TestStreamsSinkEncrypted(t *testing.T) {
+	t.Parallel()
+	b := startBroker(t, map[string]string{"QUEEN_ENCRYPTION_KEY": encKeyA})
+	b.setOptions(t, "se-sink", map[string]any{"encryptionEnabled": true})
+	q := b.mustRegister(t, "sealed", "h")
+	r := b.cycle(t, map[string]any{"query_id": q, "partition_id": "00000000-0000-4000-8000-000000000005",
+		"push_items": []any{map[string]any{"queue": "se-sink", "transactionId": "s1", "payload": map[string]any{"secret": "k1"}},
+			map[string]any{"queue": "se-sink", "transactionId": "s2", "payload": map[string]any{"secret": "k2"}}}})
+	if !r.Success {
+		t.Fatalf("cycle: %+v", r)
+	}
+	encWantSealedAtRest(t, b.DB, "se-sink", map[string]encSealed{
+		"s1": {key: encKeyA, plaintext: `{"secret":"k1"}`}, "s2": {key: encKeyA, plaintext: `{"secret":"k2"}`}})
+	if got := b.sinkPayloads(t, "se-sink", "reader"); strings.Join(got, " ") != `{"secret":"k1"} {"secret":"k2"}` {
+		t.Fatalf("sink: %v", got)
+	}
+}
