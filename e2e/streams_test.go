@@ -504,3 +504,45 @@ func TestStreamsSinkEncrypted(t *testing.T) {
 		t.Fatalf("sink: %v", got)
 	}
 }
+
+// TestStreamsAuth: the routes' access levels (queries and cycle read-write, state/get
+// read-only), and sink messages stamped with the token's subject, as pushes are.
+func TestStreamsAuth(t *testing.T) {
+	t.Parallel()
+	f := newAuthFixture(t, "hs")
+	ro, rw, wo := f.bearer(t, "read-only"), f.bearer(t, "read-write"), f.bearer(t, "write-only")
+	reg := `{"name":"authq","source_queue":"s","config_hash":"h"}`
+	for _, tc := range []struct {
+		auth, path, body string
+		want             int
+	}{
+		{ro, "/streams/v1/queries", reg, http.StatusForbidden},
+		{wo, "/streams/v1/queries", reg, http.StatusForbidden},
+		{"", "/streams/v1/queries", reg, http.StatusUnauthorized},
+		{ro, "/streams/v1/cycle", `{"query_id":"00000000-0000-4000-8000-000000000001","partition_id":"00000000-0000-4000-8000-000000000001"}`, http.StatusForbidden},
+		{rw, "/streams/v1/queries", reg, http.StatusOK},
+	} {
+		if code, _, raw := f.call(t, "POST", tc.path, tc.auth, tc.body); code != tc.want {
+			t.Fatalf("%s with %.20q: %d %s, want %d", tc.path, tc.auth, code, raw, tc.want)
+		}
+	}
+	_, _, raw := f.call(t, "POST", "/streams/v1/queries", rw, reg)
+	var r streamQueryResp
+	if err := json.Unmarshal(raw, &r); err != nil {
+		t.Fatal(err)
+	}
+	pid := "00000000-0000-4000-8000-000000000001"
+	if code, _, raw := f.call(t, "POST", "/streams/v1/state/get", ro, `{"query_id":"`+r.QueryID+`","partition_id":"`+pid+`"}`); code != http.StatusOK {
+		t.Fatalf("state/get read-only: %d %s", code, raw)
+	}
+	code, _, raw := f.call(t, "POST", "/streams/v1/cycle", rw, `{"query_id":"`+r.QueryID+`","partition_id":"`+pid+`",
+		"push_items":[{"queue":"sa-sink","payload":{"n":1},"producerSub":"mallory"}]}`)
+	if code != http.StatusOK || !strings.Contains(string(raw), `"success":true`) {
+		t.Fatalf("cycle: %d %s", code, raw)
+	}
+	code, _, raw = f.call(t, "GET", "/api/v1/pop/queue/sa-sink?wait=false", rw, "")
+	p, err := decodePop(code, raw)
+	if err != nil || p == nil || len(p.Messages) != 1 || p.Messages[0].ProducerSub == nil || *p.Messages[0].ProducerSub != "alice" {
+		t.Fatalf("sink message: %v %s", err, raw)
+	}
+}
