@@ -15,5 +15,5 @@ import (
 // commit announcements), dead-letter moves and released leases are announced.
 func ProvideStreams(store *postgres.Store, p *push.Service, commits *notify.Commits, hot *hotlist.List,
 	log *slog.Logger) *streams.Service {
-	return streams.New(store, p, streams.Options{Commits: commits, Hot: hot, Logger: log})
+	return streams.New(store, p, streams.Options{Commits: commits, Hot: hot, Segments: store, Logger: log})
 }

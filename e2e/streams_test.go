@@ -445,6 +445,11 @@ func TestStreamsRetryStoresNoDuplicate(t *testing.T) {
 		second.PushResults[1].Status != "duplicate" || first.PushResults[1].TransactionID != second.PushResults[1].TransactionID {
 		t.Fatalf("flush and its retry: %+v / %+v", first, second)
 	}
+	for i := range first.PushResults {
+		if a, b := first.PushResults[i].MessageID, second.PushResults[i].MessageID; a == nil || b == nil || *a != *b {
+			t.Fatalf("item %d: the duplicate names message %v, the original is %v", i, b, a)
+		}
+	}
 	p := b.source(t, "rt-src", "p0", "streams.retry", 2)
 	m := p.Messages[1]
 	gate := map[string]any{"query_id": q, "partition_id": m.PartitionID, "consumer_group": "streams.retry", "release_lease": false,

@@ -124,8 +124,9 @@ func (b *Sink) Resolve(k int, r ports.SegmentResult) (ports.Segment, bool) {
 		i := b.items[k][j]
 		if off, ok := dup[j]; ok {
 			res := &b.results[i]
-			// The stored message's id is not read back (a rare path): the offset names it.
+			// The stored message's id is read back after the commit (Originals).
 			res.Status, res.PartitionID, res.Offset, res.HasOffset = StatusDuplicate, r.PartitionID, off, true
+			res.MessageID = [16]byte{}
 			continue
 		}
 		frames, items = append(frames, f), append(items, i)
@@ -158,4 +159,49 @@ func (b *Sink) Settle(pushed []ports.SegmentResult) []Result {
 		}
 	}
 	return b.results
+}
+
+// Originals fills in the message id of every item answered duplicate of a stored
+// message, from the segment that holds it (the rare path: plain reads, one per covering
+// segment). An id that cannot be read (the segment gone to retention, a read failure)
+// stays zero: "unknown".
+func (b *Sink) Originals(ctx context.Context, store ports.SegmentStore, results []Result) {
+	type key struct {
+		pid  string
+		base int64
+	}
+	read := map[key][]segment.Frame{}
+	for i := range results {
+		r := &results[i]
+		if r.Status != StatusDuplicate || r.MessageID != ([16]byte{}) || !r.HasOffset {
+			continue
+		}
+		var frames []segment.Frame
+		var base int64 = -1
+		for k, fs := range read {
+			if k.pid == r.PartitionID && r.Offset >= k.base && r.Offset < k.base+int64(len(fs)) {
+				frames, base = fs, k.base
+			}
+		}
+		if base < 0 {
+			seg, ok, err := store.SegmentAt(ctx, r.PartitionID, r.Offset)
+			if err != nil || !ok {
+				continue
+			}
+			if frames, err = b.svc.opts.Codec.Decode(seg.Blob); err != nil {
+				continue
+			}
+			base = seg.BaseOffset
+			read[key{r.PartitionID, base}] = frames
+		}
+		if k := r.Offset - base; k >= 0 && k < int64(len(frames)) {
+			r.MessageID = frames[k].ID
+		}
+	}
+	// Repeats inside the cycle copy their first's id.
+	for k := range b.repeats {
+		for _, i := range b.repeats[k] {
+			results[i].MessageID = results[b.firstsOf[i]].MessageID
+		}
+	}
 }

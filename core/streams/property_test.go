@@ -50,7 +50,7 @@ func newWorld(t *testing.T, seed uint64) *world {
 	}
 	store := memory.NewStore()
 	w := &world{t: t, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), store: store, codec: codec,
-		svc:   streams.New(store, push.New(nil, push.Options{Codec: codec}), streams.Options{}),
+		svc:   streams.New(store, push.New(nil, push.Options{Codec: codec}), streams.Options{Segments: store}),
 		parts: []string{"p0", "p1", "p2"}, pids: map[string]string{}, txns: map[string][]string{},
 		state: map[string]map[string]string{}, cursor: map[string]int64{}, leased: map[string]bool{}}
 	r, err := w.svc.Register(context.Background(), ports.StreamQuery{Name: "prop", SourceQueue: "src", SinkQueue: "sink", ConfigHash: "h"}, false)
@@ -199,8 +199,8 @@ func (w *world) consume() {
 			w.t.Fatalf("step %d: retry under the kept lease: %v", w.steps, err)
 		case !in.ReleaseLease:
 			for _, r := range out.Pushed {
-				if r.Status != push.StatusDuplicate {
-					w.t.Fatalf("step %d: retried sink item %+v, want duplicate", w.steps, r)
+				if r.Status != push.StatusDuplicate || r.MessageID == ([16]byte{}) {
+					w.t.Fatalf("step %d: retried sink item %+v, want a duplicate naming the original", w.steps, r)
 				}
 			}
 		}

@@ -49,8 +49,11 @@ type Options struct {
 	// segments are announced by the push use case.
 	Commits *notify.Commits
 	// Hot hears of every lease a cycle released ([nil] none).
-	Hot    *hotlist.List
-	Logger *slog.Logger
+	Hot *hotlist.List
+	// Segments reads back the message id of a sink item that duplicates a stored message
+	// ([nil] its message_id is unknown).
+	Segments ports.SegmentStore
+	Logger   *slog.Logger
 }
 
 // Service is the streams use case (issue 21).
@@ -214,6 +217,9 @@ func (s *Service) Cycle(ctx context.Context, tenant, producerSub string, in Cycl
 	}
 	out := CycleOutcome{QueryID: q, PartitionID: p, Queue: res.Queue, StateOpsApplied: len(in.Ops),
 		Pushed: sink.Settle(res.Pushed), Ack: ack}
+	if s.opts.Segments != nil {
+		sink.Originals(ctx, s.opts.Segments, out.Pushed)
+	}
 	if ack != nil {
 		s.acked(tenant, *c.Ack, res, ack)
 	}
