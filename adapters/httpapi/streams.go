@@ -34,16 +34,16 @@ func (a *api) streamBody(r *http.Request) (map[string]json.RawMessage, error) {
 	if len(bytes.TrimSpace(b)) == 0 {
 		return nil, badRequestf("Empty request body")
 	}
-	var v any
-	if err := json.Unmarshal(b, &v); err != nil {
-		return nil, badRequestf("Invalid JSON: %v", err)
-	}
-	if _, ok := v.(map[string]any); !ok {
-		return nil, badRequestf("request body must be a JSON object")
-	}
 	var out map[string]json.RawMessage
-	if err := json.Unmarshal(b, &out); err != nil {
+	err = json.Unmarshal(b, &out)
+	var typeErr *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &typeErr):
+		return nil, badRequestf("request body must be a JSON object")
+	case err != nil:
 		return nil, badRequestf("Invalid JSON: %v", err)
+	case out == nil: // null
+		return nil, badRequestf("request body must be a JSON object")
 	}
 	return out, nil
 }
