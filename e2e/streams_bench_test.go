@@ -24,7 +24,16 @@ import (
 // CPU per cycle (pg_us/cycle: pop, state read and cycle together). Run alone:
 //
 //	go test ./e2e -run '^$' -bench StreamsCycle -benchtime 400x
+//
+// The pop-ack sub-benchmark is the same work without streams, as a baseline on the same
+// machine: pop 100, ack them with /api/v1/ack/batch, push one sink message.
 func BenchmarkStreamsCycle(b *testing.B) {
+	b.Run("cycle", func(b *testing.B) { benchStreams(b, benchCycle) })
+	b.Run("pop-ack", func(b *testing.B) { benchStreams(b, benchPopAck) })
+}
+
+// benchStreams runs step b.N times over 20 partitions with batches of 100.
+func benchStreams(b *testing.B, step func(br *broker, queryID, part string, batch int) error) {
 	const parts, batch = 20, 100
 	br := startBroker(b, nil)
 	q := br.mustRegisterTB(b, "bench", "h")
@@ -53,7 +62,7 @@ func BenchmarkStreamsCycle(b *testing.B) {
 		go func() {
 			defer wg.Done()
 			for range quota(p) {
-				if err := benchCycle(br, q, fmt.Sprint("p", p), batch); err != nil {
+				if err := step(br, q, fmt.Sprint("p", p), batch); err != nil {
 					failed.Store(err)
 					return
 				}
@@ -137,6 +146,34 @@ func benchCycle(br *broker, queryID, part string, batch int) error {
 	}
 	if !strings.Contains(string(raw), `"success":true`) {
 		return fmt.Errorf("cycle: %s", raw)
+	}
+	return nil
+}
+
+// benchPopAck is benchCycle's work through the plain routes: the pop, an ack of every
+// message, one push to the sink.
+func benchPopAck(br *broker, _, part string, batch int) error {
+	ctx := context.Background()
+	resp, raw, err := br.request(ctx, http.MethodGet,
+		fmt.Sprintf("/api/v1/pop/queue/sb-src/partition/%s?batch=%d&consumerGroup=streams.bench&wait=false", part, batch), nil)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("pop %s: %v %s", part, err, raw)
+	}
+	var pop popResp
+	if err := json.Unmarshal(raw, &pop); err != nil || len(pop.Messages) == 0 {
+		return fmt.Errorf("pop %s: %v %s", part, err, raw)
+	}
+	acks := make([]map[string]any, len(pop.Messages))
+	for i, m := range pop.Messages {
+		acks[i] = ackItemOf(m, "completed")
+	}
+	body, _ := json.Marshal(map[string]any{"consumerGroup": "streams.bench", "acknowledgments": acks})
+	if resp, raw, err := br.request(ctx, http.MethodPost, "/api/v1/ack/batch", bytes.NewReader(body)); err != nil || resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("ack %s: %v %s", part, err, raw)
+	}
+	body, _ = json.Marshal(map[string]any{"items": []any{map[string]any{"queue": "sb-sink", "partition": part, "payload": map[string]any{"sum": 1}}}})
+	if resp, raw, err := br.request(ctx, http.MethodPost, "/api/v1/push", bytes.NewReader(body)); err != nil || resp.StatusCode != http.StatusCreated {
+		return fmt.Errorf("push %s: %v %s", part, err, raw)
 	}
 	return nil
 }
