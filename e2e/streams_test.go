@@ -202,6 +202,15 @@ func TestStreamsStateGet(t *testing.T) {
 	wantRows(t, b.stateOf(t, map[string]any{"query_id": "00000000-0000-4000-8000-0000000000ff", "partition_id": pid}), map[string]string{})
 	wantRows(t, b.stateOf(t, map[string]any{"query_id": q, "partition_id": "00000000-0000-4000-8000-0000000000ff"}), map[string]string{})
 
+	// push_items are bounded as a push's items are (QUEEN_MAX_PUSH_ITEMS).
+	many := make([]any, 10001)
+	for i := range many {
+		many[i] = map[string]any{"queue": "sg-sink"}
+	}
+	if code, raw := b.post(t, "/streams/v1/cycle", mustJSON(t, map[string]any{"query_id": q, "partition_id": pid, "push_items": many})); code != http.StatusRequestEntityTooLarge {
+		t.Fatalf("10001 push items: %d %s", code, raw)
+	}
+
 	// Malformed ids are a 400 on every route.
 	for _, tc := range []struct{ path, body, want string }{
 		{"/streams/v1/state/get", `{"query_id":"nope","partition_id":"` + pid + `"}`, "query_id is not a UUID"},

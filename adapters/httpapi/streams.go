@@ -299,6 +299,10 @@ func (a *api) handleStreamCycle(w http.ResponseWriter, r *http.Request) {
 		fail(err.Error())
 		return
 	}
+	if len(in.Items) > a.opts.MaxPushItems {
+		writeError(w, a.opts.Logger, &tooManyItems{n: len(in.Items), limit: a.opts.MaxPushItems})
+		return
+	}
 	out, err := a.Streams.Cycle(r.Context(), a.opts.Tenant, producerSub(r), in)
 	var f *streams.Failure
 	switch {
