@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -299,8 +300,13 @@ func TestStreamsSinkWakesLongPoll(t *testing.T) {
 	q := b.mustRegister(t, "wake", "h")
 	done := make(chan *popResp, 1)
 	go func() {
-		code, raw := b.get(t, "/api/v1/pop/queue/wk-sink?wait=true&timeout=20000")
-		p, _ := decodePop(code, raw)
+		// Not b.get: t.Fatal must not run on this goroutine.
+		resp, raw, err := b.request(context.Background(), http.MethodGet, "/api/v1/pop/queue/wk-sink?wait=true&timeout=20000", nil)
+		if err != nil {
+			done <- nil
+			return
+		}
+		p, _ := decodePop(resp.StatusCode, raw)
 		done <- p
 	}()
 	time.Sleep(300 * time.Millisecond) // let the pop park (a miss only makes the test slower, never wrong)
