@@ -103,6 +103,24 @@ func (b *broker) cycle(t *testing.T, body map[string]any) cycleResp {
 	return out
 }
 
+// cycleAsync is cycle for another goroutine than the test's: a failure is the answer's
+// (success false, the error in Error), never t.Fatal.
+func (b *broker) cycleAsync(body map[string]any) cycleResp {
+	raw, err := json.Marshal(body)
+	if err != nil {
+		return cycleResp{Error: err.Error()}
+	}
+	resp, out, err := b.request(context.Background(), http.MethodPost, "/streams/v1/cycle", strings.NewReader(string(raw)))
+	var r cycleResp
+	if err == nil {
+		err = json.Unmarshal(out, &r)
+	}
+	if err != nil || resp.StatusCode != http.StatusOK {
+		return cycleResp{Error: fmt.Sprintf("%v %s", err, out)}
+	}
+	return r
+}
+
 func wantRows(t *testing.T, got map[string]string, want map[string]string) {
 	t.Helper()
 	if fmt.Sprint(got) != fmt.Sprint(want) {
@@ -426,7 +444,7 @@ func TestStreamsTwoWorkers(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			last := p.Messages[4]
-			res[i] = b.cycle(t, map[string]any{"query_id": q, "partition_id": last.PartitionID, "consumer_group": "streams.pair",
+			res[i] = b.cycleAsync(map[string]any{"query_id": q, "partition_id": last.PartitionID, "consumer_group": "streams.pair",
 				"state_ops":  []any{map[string]any{"type": "upsert", "key": "n", "value": i}},
 				"push_items": []any{map[string]any{"queue": "tw-sink", "partition": last.Partition, "payload": map[string]any{"from": last.Partition}}},
 				"ack":        map[string]any{"transactionId": last.TransactionID, "leaseId": last.LeaseID, "count": 5}})
