@@ -84,9 +84,11 @@ func (s *Store) RegisterQuery(ctx context.Context, q ports.StreamQuery, reset bo
 }
 
 // streamStateSQL reads one shard through the primary key; the filters apply to the
-// shard's rows only. $3 NULL = every key; $5 NULL = no ripe filter.
+// shard's rows only. $3 NULL = every key; $5 NULL = no ripe filter. A prefix also
+// bounds the index range from below (key is COLLATE "C": every key starting with the
+// prefix sorts at or after it; '' bounds nothing).
 const streamStateSQL = `SELECT key, value, updated_at FROM queen.stream_state
-	WHERE query_id = $1::uuid AND partition_id = $2::uuid
+	WHERE query_id = $1::uuid AND partition_id = $2::uuid AND key >= $4::text
 	  AND ($3::text[] IS NULL OR key = ANY ($3::text[]))
 	  AND ($4::text = '' OR starts_with(key, $4::text))
 	  AND ($5::numeric IS NULL OR (jsonb_typeof(value -> 'windowEnd') = 'number'
