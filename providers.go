@@ -33,6 +33,7 @@ import (
 	"github.com/queen-go/queen/core/retention"
 	"github.com/queen-go/queen/core/segment"
 	"github.com/queen-go/queen/core/spool"
+	"github.com/queen-go/queen/core/streams"
 	"github.com/queen-go/queen/core/vegas"
 )
 
@@ -68,6 +69,7 @@ var ProviderSet = wire.NewSet(
 	ProvideGroups,
 	ProvideMessages,
 	ProvideTraces,
+	ProvideStreams,
 	ProvideRetention,
 	ProvideKeySet,
 	ProvideVerifier,
@@ -266,7 +268,7 @@ func ProvideReadiness(store *postgres.Store, d *drain.Drainer) *readiness.Check 
 func ProvideHandler(p *push.Service, c *consume.Service, m *maintenance.Flags, qs *queues.Service, d *drain.Drainer,
 	store *postgres.Store, b *fusion.Batcher, limiter *vegas.Limiter, hot *hotlist.List, mesh *peers.Mesh,
 	waker *consume.Waker, resources *adminapi.Resources, groups *adminapi.Groups, messages *adminapi.Messages,
-	traces *adminapi.Traces, ret *retention.Job, verifier *auth.Verifier, ready *readiness.Check, cfg config.Config,
+	traces *adminapi.Traces, st *streams.Service, ret *retention.Job, verifier *auth.Verifier, ready *readiness.Check, cfg config.Config,
 	log *slog.Logger) http.Handler {
 	requests := metrics.NewRequests()
 	prom := metrics.Handler(metrics.Sources{
@@ -277,7 +279,7 @@ func ProvideHandler(p *push.Service, c *consume.Service, m *maintenance.Flags, q
 	})
 	observeRequest := func(o httpapi.Observed) { requests.Observe(o.Method, o.Route, o.Status, o.Duration, o.Bytes) }
 	return httpapi.New(httpapi.Services{Push: p, DB: store, Consume: c, Queues: qs, Maintenance: m, Buffers: d.Status,
-		Resources: resources, Groups: groups, Messages: messages, Traces: traces},
+		Resources: resources, Groups: groups, Messages: messages, Traces: traces, Streams: st},
 		httpapi.Options{MaxBodyBytes: cfg.MaxBodyBytes, MaxPushItems: cfg.MaxPushItems, Version: Version, Logger: log, Prometheus: prom,
 			PoolStats: store.PoolStats, Auth: verifier, SkipPaths: cfg.JWTSkipPaths, AccessLog: cfg.AccessLog,
 			Observers: []func(httpapi.Observed){observeRequest}, Ready: ready.Ready, OpenAPI: OpenAPI()})

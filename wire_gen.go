@@ -75,6 +75,7 @@ func InitializeApp(ctx context.Context, cfg config.Config) (*App, func(), error)
 	groups := ProvideGroups(admin, groupChanges, queueChanges, cfg, logger)
 	messages := ProvideMessages(admin, service, flags, sealer, codec, logger)
 	traces := ProvideTraces(admin, logger)
+	streamsService := ProvideStreams(store, service, commits, list, logger)
 	verifier, err := ProvideVerifier(cfg, client, logger)
 	if err != nil {
 		cleanup4()
@@ -83,7 +84,7 @@ func InitializeApp(ctx context.Context, cfg config.Config) (*App, func(), error)
 		cleanup()
 		return nil, nil, err
 	}
-	handler := ProvideHandler(service, consumeService, flags, queuesService, drainer, store, batcher, limiter, list, mesh, waker, resources, groups, messages, traces, job, verifier, check, cfg, logger)
+	handler := ProvideHandler(service, consumeService, flags, queuesService, drainer, store, batcher, limiter, list, mesh, waker, resources, groups, messages, traces, streamsService, job, verifier, check, cfg, logger)
 	server := ProvideHTTPServer(cfg, handler, consumeService)
 	app := NewApp(cfg, logger, flags, batcher, spool, drainer, list, mesh, job, client, check, server)
 	return app, func() {

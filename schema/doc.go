@@ -71,6 +71,11 @@
 //     log_start and txns_start, under partition and cursor locks taken SKIP LOCKED;
 //     log_purge_dead_letters_v1, log_purge_traces_v1 and log_drop_empty_partitions_v1.
 //
+//   - 014_streams.sql: stream_queries (one row per query name, its opaque config_hash)
+//     and stream_state (primary key query_id, partition_id, key COLLATE "C": a shard is
+//     one index range, a literal prefix a sub-range), read and written by streams cycles
+//     (adapters/postgres streams.go; no function: the statements are small and typed).
+//
 // 008_upgrade.sql changes databases created by older versions of these files (guarded,
 // so it does nothing on a current database).
 //

@@ -63,8 +63,10 @@ func deleteQueue(ctx context.Context, tx bun.Tx, tenant, queue string) (bool, er
 	if len(pids) > 0 {
 		// No foreign key ties these to their partition (the hot path would pay for it on
 		// every push, see schema/001_tables.sql): they go explicitly, then the partitions.
-		// Dead letters go with the queue row (their queue key cascades).
-		for _, table := range []string{"queen.log_segments", "queen.log_txns", "queen.log_consumers"} {
+		// Dead letters go with the queue row (their queue key cascades). Stream state goes
+		// before the cursors: a streams cycle writes state and then locks its source
+		// cursor, and the same order here keeps the two from deadlocking.
+		for _, table := range []string{"queen.stream_state", "queen.log_segments", "queen.log_txns", "queen.log_consumers"} {
 			if _, err := tx.NewDelete().TableExpr(table).
 				Where("partition_id IN (?)", bun.List(pids)).Exec(ctx); err != nil {
 				return false, err

@@ -17,8 +17,9 @@
 //     and two concurrent merges of different options both take effect.
 //   - DeleteQueue takes the queue row, then its partition rows and any partition left
 //     without a queue (by a broker of an older version, which relied on a foreign key
-//     that is gone) in ascending id (the global lock order), deletes the segments, hash
-//     sidecar rows and cursors of those partitions and the partitions themselves (no
+//     that is gone) in ascending id (the global lock order), deletes the stream state,
+//     segments, hash sidecar rows and cursors of those partitions and the partitions
+//     themselves (no
 //     foreign key ties them: see schema/001_tables.sql), then the queue row, whose
 //     foreign keys cascade to the subscriptions and dead letters; all in one
 //     transaction. It is

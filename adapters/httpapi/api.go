@@ -20,6 +20,7 @@ import (
 	"github.com/queen-go/queen/core/push"
 	"github.com/queen-go/queen/core/queues"
 	"github.com/queen-go/queen/core/readiness"
+	"github.com/queen-go/queen/core/streams"
 	"github.com/queen-go/queen/ports"
 )
 
@@ -76,6 +77,8 @@ type Services struct {
 	Groups    *admin.Groups
 	Messages  *admin.Messages
 	Traces    *admin.Traces
+	// Streams enables /streams/v1/* (issue 21).
+	Streams *streams.Service
 }
 
 type api struct {
@@ -139,6 +142,9 @@ func (a *api) routes() *mux.Router {
 	}
 	if svc.Traces != nil {
 		a.tracesRoutes(r)
+	}
+	if svc.Streams != nil {
+		a.streamsRoutes(r)
 	}
 	r.HandleFunc("/health", a.handleHealth).Methods(http.MethodGet, http.MethodHead)
 	r.HandleFunc("/ready", a.handleReady).Methods(http.MethodGet, http.MethodHead)

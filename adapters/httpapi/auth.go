@@ -41,6 +41,8 @@ var routeLevels = map[string]auth.Level{
 	"POST /api/v1/ack/batch":                                   auth.ReadWrite,
 	"POST /api/v1/lease/{leaseId}/extend":                      auth.ReadWrite,
 	"POST /api/v1/transaction":                                 auth.ReadWrite, // pushes and acks
+	"POST /streams/v1/queries":                                 auth.ReadWrite, // registers (and may reset) a query
+	"POST /streams/v1/cycle":                                   auth.ReadWrite, // state, sink pushes and the source ack
 	"POST /api/v1/configure":                                   auth.ReadWrite,
 	"POST /api/v1/consumer-groups/{group}/subscription":        auth.ReadWrite,
 	"POST /api/v1/consumer-groups/{group}/queues/{queue}/seek": auth.ReadWrite,
@@ -63,6 +65,7 @@ var routeLevels = map[string]auth.Level{
 
 	// Reads.
 	"GET /status":                                           auth.ReadOnly,
+	"POST /streams/v1/state/get":                            auth.ReadOnly, // a read, although a POST
 	"GET /api/v1/status":                                    auth.ReadOnly,
 	"GET /api/v1/status/queues":                             auth.ReadOnly,
 	"GET /api/v1/status/queues/{queue:.+}":                  auth.ReadOnly,

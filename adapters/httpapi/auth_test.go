@@ -23,6 +23,7 @@ import (
 	"github.com/queen-go/queen/core/consume"
 	"github.com/queen-go/queen/core/maintenance"
 	"github.com/queen-go/queen/core/queues"
+	"github.com/queen-go/queen/core/streams"
 )
 
 const testSecret = "httpapi-test-secret-of-32-bytes!"
@@ -33,7 +34,8 @@ const testSecret = "httpapi-test-secret-of-32-bytes!"
 func TestEveryRouteHasALevel(t *testing.T) {
 	t.Parallel()
 	a := newAPI(Services{DB: pinger{}, Consume: &consume.Service{}, Queues: &queues.Service{}, Maintenance: &maintenance.Flags{},
-		Resources: &admin.Resources{}, Groups: &admin.Groups{}, Messages: &admin.Messages{}, Traces: &admin.Traces{}},
+		Resources: &admin.Resources{}, Groups: &admin.Groups{}, Messages: &admin.Messages{}, Traces: &admin.Traces{},
+		Streams: &streams.Service{}},
 		Options{Prometheus: http.NotFoundHandler(), OpenAPI: []byte("openapi: 3.1.0\n")})
 	seen := map[string]bool{}
 	var walk func(r *mux.Router)

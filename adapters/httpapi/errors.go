@@ -13,6 +13,7 @@ import (
 	"github.com/queen-go/queen/core/encryption"
 	"github.com/queen-go/queen/core/push"
 	"github.com/queen-go/queen/core/queues"
+	"github.com/queen-go/queen/core/streams"
 	"github.com/queen-go/queen/ports"
 )
 
@@ -49,6 +50,8 @@ func statusOf(err error) int {
 		qe *queues.InputError
 		ce *consume.InputError
 		ae *admin.InputError
+		se *streams.InputError
+		mm *streams.Mismatch
 	)
 	switch {
 	case auth.IsUnauthorized(err):
@@ -59,8 +62,11 @@ func statusOf(err error) int {
 		return http.StatusServiceUnavailable // the key set cannot be fetched: retry later
 	case errors.Is(err, auth.ErrNoSecret):
 		return http.StatusInternalServerError // an HS token and no JWT_SECRET (api.md §3)
-	case errors.As(err, &br), errors.As(err, &ie), errors.As(err, &qe), errors.As(err, &ce), errors.As(err, &ae):
+	case errors.As(err, &br), errors.As(err, &ie), errors.As(err, &qe), errors.As(err, &ce), errors.As(err, &ae),
+		errors.As(err, &se):
 		return http.StatusBadRequest
+	case errors.As(err, &mm):
+		return http.StatusConflict // a query's config_hash changed without reset
 	case errors.Is(err, admin.ErrNotFound):
 		return http.StatusNotFound
 	case errors.Is(err, encryption.ErrFlagUnknown):

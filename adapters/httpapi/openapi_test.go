@@ -20,6 +20,7 @@ import (
 	"github.com/queen-go/queen/core/consume"
 	"github.com/queen-go/queen/core/maintenance"
 	"github.com/queen-go/queen/core/queues"
+	"github.com/queen-go/queen/core/streams"
 )
 
 // openAPIFile is the document the root package embeds and GET /openapi.yaml serves.
@@ -85,7 +86,8 @@ var muxVariable = regexp.MustCompile(`\{([A-Za-z0-9_]+):[^}]*\}`)
 func servedRoutes(t *testing.T) map[string]string {
 	t.Helper()
 	a := newAPI(Services{DB: pinger{}, Consume: &consume.Service{}, Queues: &queues.Service{}, Maintenance: &maintenance.Flags{},
-		Resources: &admin.Resources{}, Groups: &admin.Groups{}, Messages: &admin.Messages{}, Traces: &admin.Traces{}},
+		Resources: &admin.Resources{}, Groups: &admin.Groups{}, Messages: &admin.Messages{}, Traces: &admin.Traces{},
+		Streams: &streams.Service{}},
 		Options{Prometheus: http.NotFoundHandler(), OpenAPI: []byte("openapi: 3.1.0\n")})
 	out := map[string]string{}
 	var walk func(r *mux.Router)

@@ -17,6 +17,7 @@ func consumeFixture(t *testing.T) porttest.ConsumeFixture {
 		Segments:     s,
 		Consume:      s,
 		Transactions: s,
+		Streams:      s,
 		Configure: func(_ *testing.T, tenant string, cfg ports.QueueConfig) {
 			s.SetQueueConfig(tenant, cfg)
 		},
@@ -128,4 +129,8 @@ func TestQueueConfig(t *testing.T) {
 	if got, _ := s.QueueConfig(ports.DefaultTenant, "a.b.c"); got != cfg {
 		t.Fatalf("after SetQueueConfig: %+v, want %+v", got, cfg)
 	}
+}
+
+func TestStreamStoreConformance(t *testing.T) {
+	porttest.StreamStore(t, consumeFixture)
 }

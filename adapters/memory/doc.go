@@ -11,7 +11,9 @@
 //     back undoes its pushes. It is also the HotlistStore: Pending lists a group's
 //     probably-pending partitions in id pages, and a pop with candidates answers a
 //     verdict per candidate (HoldCursor stands in for another transaction holding a
-//     cursor: busy; EmptyPartition for a partition with nothing stored).
+//     cursor: busy; EmptyPartition for a partition with nothing stored). It is also the
+//     StreamStore: queries, state shards and cycles (checks first, then journaled pushes,
+//     the strict ack with its lease adjustment, the state ops last).
 //   - HintNet connects HintBus endpoints in one process: a batch published on one
 //     reaches every other listening endpoint, whole, never the publisher.
 //   - SpoolFS is a spool directory with power-loss simulation (Crash) and fault

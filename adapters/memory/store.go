@@ -56,6 +56,8 @@ type Store struct {
 	// still named them: in SQL a dead letter keeps its queue (dlq.queue_id) when its
 	// partition goes, so retention and queue deletion must still reach it. Nil until used.
 	orphans map[string]*queue
+	// streams is the ports.StreamStore state (streams.go); nil until used.
+	streams *streams
 }
 
 // queue is a queue row: created by the first push, pop or configuration naming it.
@@ -127,6 +129,7 @@ const (
 	idDeadLetter = "9000"
 	idQueue      = "a000"
 	idTrace      = "b000"
+	idStream     = "c000"
 )
 
 // defaultOptions are the options of a queue created by a push or a pop, before any
@@ -441,6 +444,7 @@ func (s *Store) DeleteQueue(tenant, queue string) bool {
 		}
 	}
 	s.dead = slices.DeleteFunc(s.dead, func(d ports.DeadLetter) bool { return gone[d.PartitionID] })
+	s.dropStreamState(gone)
 	delete(s.queues, key)
 	delete(s.windows, key)
 	delete(s.encrypted, key)

@@ -18,6 +18,7 @@ func consumeFixture(t *testing.T) porttest.ConsumeFixture {
 		Segments:     s,
 		Consume:      s,
 		Transactions: s,
+		Streams:      s,
 		Configure: func(t *testing.T, tenant string, cfg ports.QueueConfig) {
 			t.Helper()
 			o := cfg.QueueOptions

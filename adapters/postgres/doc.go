@@ -15,6 +15,19 @@
 // The push bundle is one prepared (cached) statement with typed parallel arrays; no JSONB
 // is built by the broker, and the small jsonb result array is the only thing parsed.
 //
+// # Streams cycles
+//
+// Cycle (streams.go, ports.StreamStore) is one transaction: a two-key advisory lock of
+// the (query, partition) shard (the first key, 737021, is a space of its own), the
+// shard's deletes and upserts (one statement each, ops already one per key), the sink
+// segments through pushBundle (the allocator of every push; a segment answered
+// duplicate goes back to the caller's Resolve and its rest is pushed in a further bundle
+// of the same transaction), then the ack through log_ack_v2 in strict mode after locking
+// the consumer row, whose lease is then released or put back as the cycle asked. Lock
+// order: shard, sink partitions (ascending id), source consumer row: a transaction's
+// order behind a lock only cycles take. Refusals (unknown query on upsert, a value jsonb
+// rejects, an unknown message, a lease that does not hold) are *ports.RollbackError.
+//
 // # Pops and the hot-list
 //
 // Pop calls log_pop_v2 (schema/004_pop.sql) once: a scan, a pinned pop, or the hot-list's

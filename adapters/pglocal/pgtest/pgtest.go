@@ -209,3 +209,15 @@ func withDatabase(admin, name string) (string, error) {
 	u.Path, u.RawPath = "/"+name, ""
 	return u.String(), nil
 }
+
+// PostmasterPID is the pid of the throwaway cluster's postmaster (its CPU and its
+// children's can be read in /proc: benchmarks report the database's CPU per operation),
+// or 0 when the tests use QUEEN_TEST_PG_URL or the cluster is not started.
+func PostmasterPID() int {
+	cluster.mu.Lock()
+	defer cluster.mu.Unlock()
+	if cluster.server == nil {
+		return 0
+	}
+	return cluster.server.PID()
+}
