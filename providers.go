@@ -260,7 +260,7 @@ func ProvideConsumeService(store *postgres.Store, codec *segment.Codec, sealer *
 
 // ProvideReadiness builds GET /ready's check over the database and the spool's writes.
 func ProvideReadiness(store *postgres.Store, d *drain.Drainer) *readiness.Check {
-	return readiness.New(store, func() time.Time { return d.Status().SpoolWriteFailedAt }, readiness.Options{})
+	return readiness.New(store, d.SpoolWriteFailedAt, readiness.Options{})
 }
 
 // ProvideHandler builds the HTTP routes and the Prometheus exporter; every answered

@@ -141,6 +141,10 @@ func (d *Drainer) Status() Status {
 		FailedFiles: st.FailedFiles, FailedBytes: st.FailedBytes, DBHealthy: d.Healthy(), SpoolWriteFailedAt: st.WriteFailedAt}
 }
 
+// SpoolWriteFailedAt is when the spool's last write failed (zero when its last write
+// succeeded or none failed): what GET /ready asks (core/readiness).
+func (d *Drainer) SpoolWriteFailedAt() time.Time { return d.spool.Stats().WriteFailedAt }
+
 // Summary returns the counters so far and what remains spooled.
 func (d *Drainer) Summary() Summary {
 	return Summary{Replayed: d.replayed.Load(), Duplicates: d.duplicates.Load(),
