@@ -273,16 +273,15 @@ func ProvideHandler(p *push.Service, c *consume.Service, m *maintenance.Flags, q
 	requests := metrics.NewRequests()
 	prom := metrics.Handler(metrics.Sources{
 		Fusion: b.Stats, Push: p.Stats, PushLimit: limiter.Limit, Consume: c.Stats,
-		Pool:      func() metrics.PoolStat { return store.Pool().Stat() },
+		Pool:      store.PoolStat,
 		DBCommits: store.Commits, Maintenance: m.Push, PopMaintenance: m.Pop, Spool: d.Status,
 		Hotlist: hot.Stats, Peers: mesh.Stats, Parked: waker.Parked, Retention: ret.Stats, Requests: requests,
 	})
-	observeRequest := func(o httpapi.Observed) { requests.Observe(o.Method, o.Route, o.Status, o.Duration, o.Bytes) }
 	return httpapi.New(httpapi.Services{Push: p, DB: store, Consume: c, Queues: qs, Maintenance: m, Buffers: d.Status,
 		Resources: resources, Groups: groups, Messages: messages, Traces: traces, Streams: st},
 		httpapi.Options{MaxBodyBytes: cfg.MaxBodyBytes, MaxPushItems: cfg.MaxPushItems, Version: Version, Logger: log, Prometheus: prom,
 			PoolStats: store.PoolStats, Auth: verifier, SkipPaths: cfg.JWTSkipPaths, AccessLog: cfg.AccessLog,
-			Observers: []func(httpapi.Observed){observeRequest}, Ready: ready.Ready, OpenAPI: OpenAPI()})
+			Observers: []httpapi.Observer{requests}, Ready: ready.Ready, OpenAPI: OpenAPI()})
 }
 
 // ProvideHTTPServer builds the HTTP server (App.Start listens). Its shutdown ends the

@@ -44,7 +44,7 @@ type Options struct {
 	// AccessLog logs every request at info level (QUEEN_ACCESS_LOG; observe.go).
 	AccessLog bool
 	// Observers hear of every request once it is answered (the request metrics).
-	Observers []func(Observed)
+	Observers []Observer
 	// Ready, when set, is asked by GET /ready whether pushes can be accepted now
 	// (core/readiness); nil: ready whenever the database answers.
 	Ready func(context.Context) readiness.Report

@@ -19,6 +19,13 @@ type Observed struct {
 	Remote   string        // the connection's remote address (no forwarding headers)
 }
 
+// Observer hears of every answered request (the request metrics: metrics.Requests
+// satisfies it). The fields are passed flat so an observer needs no import of this
+// package.
+type Observer interface {
+	Observe(method, route string, status int, d time.Duration, bytes int64)
+}
+
 // recorder is the ResponseWriter the observed handlers write through: it keeps the
 // status, the body size and the route the router matched. Pooled: one per request on
 // the push path would be an allocation per message.
@@ -71,7 +78,7 @@ func markRoute(next http.Handler) http.Handler {
 // remote address; never the Authorization header, the query string or the body (names
 // in paths can be sensitive: the pattern is logged, not the path). Without observers
 // and access log it is h.
-func observe(h http.Handler, router *mux.Router, log *slog.Logger, accessLog bool, observers []func(Observed)) http.Handler {
+func observe(h http.Handler, router *mux.Router, log *slog.Logger, accessLog bool, observers []Observer) http.Handler {
 	if !accessLog && len(observers) == 0 {
 		return h
 	}
@@ -91,8 +98,8 @@ func observe(h http.Handler, router *mux.Router, log *slog.Logger, accessLog boo
 		if o.Route == "" && o.Status != http.StatusNotFound {
 			o.Route = matchedPattern(router, r) // answered before routing (authentication)
 		}
-		for _, f := range observers {
-			f(o)
+		for _, ob := range observers {
+			ob.Observe(o.Method, o.Route, o.Status, o.Duration, o.Bytes)
 		}
 		if accessLog {
 			log.LogAttrs(r.Context(), slog.LevelInfo, "http request",

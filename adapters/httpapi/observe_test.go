@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/queen-go/queen/core/auth"
 	"github.com/queen-go/queen/core/consume"
@@ -41,10 +42,10 @@ func TestObserveReportsRoutePatterns(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			var mu sync.Mutex
-			var seen []Observed
+			seen := &observations{mu: &mu}
 			var logs bytes.Buffer
 			opts := Options{AccessLog: true, Logger: slog.New(slog.NewJSONHandler(&lockedWriter{w: &logs, mu: &mu}, nil)),
-				Observers: []func(Observed){func(o Observed) { mu.Lock(); seen = append(seen, o); mu.Unlock() }}}
+				Observers: []Observer{seen}}
 			if tc.auth {
 				opts.Auth = verifier
 			}
@@ -55,12 +56,12 @@ func TestObserveReportsRoutePatterns(t *testing.T) {
 			h.ServeHTTP(rec, req)
 			mu.Lock()
 			defer mu.Unlock()
-			if len(seen) != 1 {
-				t.Fatalf("%d observations", len(seen))
+			if len(seen.list) != 1 {
+				t.Fatalf("%d observations", len(seen.list))
 			}
-			o := seen[0]
+			o := seen.list[0]
 			if o.Method != tc.method || o.Route != tc.route || o.Status != tc.status || o.Status != rec.Code ||
-				o.Bytes != int64(rec.Body.Len()) || o.Remote == "" {
+				o.Bytes != int64(rec.Body.Len()) {
 				t.Fatalf("observed %+v, want %s %q %d and %d bytes", o, tc.method, tc.route, tc.status, rec.Body.Len())
 			}
 			line := logs.String()
@@ -73,7 +74,8 @@ func TestObserveReportsRoutePatterns(t *testing.T) {
 			if err := json.Unmarshal([]byte(line), &entry); err != nil {
 				t.Fatalf("access log %q: %v", line, err)
 			}
-			if entry["msg"] != "http request" || entry["route"] != tc.route || entry["status"] != float64(tc.status) {
+			if entry["msg"] != "http request" || entry["route"] != tc.route || entry["status"] != float64(tc.status) ||
+				entry["remote"] != req.RemoteAddr {
 				t.Fatalf("access log entry %v", entry)
 			}
 		})
@@ -99,4 +101,16 @@ func (l *lockedWriter) Write(b []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(b)
+}
+
+// observations is an Observer that keeps what it hears.
+type observations struct {
+	mu   *sync.Mutex
+	list []Observed
+}
+
+func (s *observations) Observe(method, route string, status int, d time.Duration, bytes int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.list = append(s.list, Observed{Method: method, Route: route, Status: status, Duration: d, Bytes: bytes})
 }

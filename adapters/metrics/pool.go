@@ -5,23 +5,13 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/queen-go/queen/ports"
 )
 
-// PoolStat is what a scrape reads of the database pool: the methods of pgxpool's Stat,
-// which satisfies it (the provider hands the pool's Stat over; pgx stays in
-// adapters/postgres).
-type PoolStat interface {
-	TotalConns() int32
-	IdleConns() int32
-	AcquiredConns() int32
-	ConstructingConns() int32
-	MaxConns() int32
-	AcquireCount() int64                 // successful acquires since the pool opened
-	EmptyAcquireCount() int64            // of those, the ones that found no idle connection and waited
-	CanceledAcquireCount() int64         // acquires given up (context cancelled or timed out)
-	AcquireDuration() time.Duration      // total time successful acquires took
-	EmptyAcquireWaitTime() time.Duration // total time acquires waited for a connection
-}
+// PoolStat is what a scrape reads of the database pool (the PostgreSQL store's
+// PoolStat method; pgx stays in adapters/postgres).
+type PoolStat = ports.PoolStat
 
 // registerPool adds the pool's families, read once per scrape. Queen's three gauges keep
 // their names (api.md §5.13); the others follow Prometheus' conventions.

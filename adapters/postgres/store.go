@@ -79,6 +79,9 @@ func (s *Store) Close() { s.pool.Close() }
 // Pool exposes the pool to tests and benchmarks of this module.
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 
+// PoolStat is a reading of the pool's counters (GET /metrics).
+func (s *Store) PoolStat() ports.PoolStat { return s.pool.Stat() }
+
 // PoolStats reports the pool's connections: total, idle and in use.
 func (s *Store) PoolStats() (total, idle, acquired int32) {
 	st := s.pool.Stat()

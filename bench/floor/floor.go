@@ -131,10 +131,8 @@ func (pinger) Ping(context.Context) error { return nil }
 // and the same middleware: every request observed into the request metrics, as
 // ProvideHandler does (the floor must pay for what the broker pays for on every request).
 func Handler(p *Pusher, log *slog.Logger) http.Handler {
-	requests := metrics.NewRequests()
-	observe := func(o httpapi.Observed) { requests.Observe(o.Method, o.Route, o.Status, o.Duration, o.Bytes) }
 	return httpapi.New(httpapi.Services{Push: p, DB: pinger{}},
-		httpapi.Options{Logger: log, Observers: []func(httpapi.Observed){observe}})
+		httpapi.Options{Logger: log, Observers: []httpapi.Observer{metrics.NewRequests()}})
 }
 
 // Server is Handler served as queen-server serves its handler, at addr.
