@@ -135,7 +135,8 @@ func ProvideDatabase(ctx context.Context, cfg config.Config, log *slog.Logger) (
 	}, nil
 }
 
-// ProvideStore opens the pool and applies the schema (unless QUEEN_APPLY_SCHEMA=false).
+// ProvideStore opens the pool and applies the schema (unless QUEEN_APPLY_SCHEMA=false),
+// at once or, when the database is unreachable, as soon as it answers.
 func ProvideStore(ctx context.Context, url DatabaseURL, cfg config.Config, log *slog.Logger) (*postgres.Store, func(), error) {
 	s, err := postgres.Open(ctx, string(url), postgres.Options{
 		PoolSize: cfg.PoolSize, StatementTimeout: cfg.StatementTimeout, Logger: log,
@@ -145,7 +146,7 @@ func ProvideStore(ctx context.Context, url DatabaseURL, cfg config.Config, log *
 		return nil, nil, err
 	}
 	if cfg.ApplySchema {
-		if err := s.Migrate(ctx); err != nil {
+		if err := s.EnsureSchema(ctx); err != nil {
 			s.Close()
 			return nil, nil, err
 		}

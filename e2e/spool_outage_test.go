@@ -82,3 +82,38 @@ func TestSpoolOutage(t *testing.T) {
 	b.waitDrained(t, 30*time.Second)
 	b.ledger(t, "outage", want)
 }
+
+// TestStartDuringOutage starts a broker while its database is unreachable (and has no
+// schema yet): it serves instead of exiting, spools pushes, answers pops 503 and /ready
+// 200 (the spool takes pushes); once the database answers, the first connection applies
+// the schema and the spool replays in order.
+func TestStartDuringOutage(t *testing.T) {
+	t.Parallel()
+	proxy, db := newPGProxy(t, pgtest.NewDatabase(t))
+	proxy.cut()
+	b := startBrokerOn(t, db, map[string]string{"DB_STATEMENT_TIMEOUT": "5000", "FILE_BUFFER_FLUSH_MS": "20"})
+
+	want := map[string][]int{}
+	for seq := range 5 {
+		for _, part := range []string{"a", "b", "c"} {
+			res := b.push(t, map[string]any{"queue": "cold-start", "partition": part, "payload": map[string]int{"seq": seq},
+				"transactionId": fmt.Sprintf("%s-%d", part, seq)})
+			if res[0].Status != "buffered" {
+				t.Fatalf("push %s/%d during the outage: %q, want buffered", part, seq, res[0].Status)
+			}
+			want[part] = append(want[part], seq)
+		}
+	}
+	if code, body := b.get(t, "/ready"); code != 200 {
+		t.Fatalf("/ready during the outage: %d %s, want 200 (the spool takes pushes)", code, body)
+	}
+	if code, body := b.get(t, "/api/v1/pop/queue/cold-start?wait=false"); code != 503 {
+		t.Fatalf("pop during the outage: %d %s, want 503", code, body)
+	}
+	proxy.restore(t)
+	b.waitDrained(t, 30*time.Second)
+	if _, failed, _ := b.bufferStatus(t); failed != 0 {
+		t.Fatalf("%d records quarantined, want 0", failed)
+	}
+	b.ledger(t, "cold-start", want)
+}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -45,6 +47,11 @@ func (o *Options) defaults() {
 type Store struct {
 	pool *pgxpool.Pool
 	opts Options
+
+	// schemaPending is set by EnsureSchema when the database was unreachable: the next
+	// connection the pool opens applies the schema before anyone uses it (afterConnect).
+	schemaPending atomic.Bool
+	schemaMu      sync.Mutex // one connection applies it; the others wait, then find it done
 }
 
 // Open connects a pool to url. It does not apply the schema (see Migrate).
@@ -66,11 +73,14 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 			DeadlineDelay:      2 * time.Second, // then give up on the socket
 		}
 	}
+	s := &Store{opts: opts}
+	cfg.AfterConnect = s.afterConnect
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: pool: %w", err)
 	}
-	return &Store{pool: pool, opts: opts}, nil
+	s.pool = pool
+	return s, nil
 }
 
 // Close closes every connection.
@@ -95,6 +105,51 @@ func (s *Store) Migrate(ctx context.Context) error {
 	if err != nil {
 		return translate("migrate: begin", err)
 	}
+	return migrate(ctx, tx)
+}
+
+// EnsureSchema applies the schema now or, when the database is unreachable
+// (ports.ErrUnavailable), on the first connection the pool manages to open later: a
+// broker started during an outage serves (its pushes spool) instead of exiting, and
+// nothing reaches the database before the schema does. Any other failure (bad
+// credentials, a missing database, a failing migration) is returned.
+func (s *Store) EnsureSchema(ctx context.Context) error {
+	err := s.Migrate(ctx)
+	if errors.Is(err, ports.ErrUnavailable) {
+		s.schemaPending.Store(true)
+		s.opts.Logger.Warn("postgres: database unreachable at start: the schema is applied on the first connection that succeeds",
+			"err", err)
+		return nil
+	}
+	return err
+}
+
+// afterConnect is the pool's hook for every new connection: while the schema is
+// pending, the first one applies it. Its failure fails the acquire as "unavailable"
+// (wrapped as text, not as the PostgreSQL error), so callers keep treating the database
+// as away and spooled pushes are not judged bad records.
+func (s *Store) afterConnect(ctx context.Context, c *pgx.Conn) error {
+	if !s.schemaPending.Load() {
+		return nil
+	}
+	s.schemaMu.Lock()
+	defer s.schemaMu.Unlock()
+	if !s.schemaPending.Load() {
+		return nil
+	}
+	tx, err := c.Begin(ctx)
+	if err == nil {
+		err = migrate(ctx, tx)
+	}
+	if err != nil {
+		return fmt.Errorf("postgres: applying the schema on a new connection: %v", err)
+	}
+	s.schemaPending.Store(false)
+	s.opts.Logger.Info("postgres: database reachable: schema applied")
+	return nil
+}
+
+func migrate(ctx context.Context, tx pgx.Tx) error {
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", schema.AdvisoryLockKey); err != nil {
 		return translate("migrate: lock", err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"sync"
 	"testing"
 	"time"
@@ -260,5 +261,52 @@ func TestAllocatorUpdatesStayMostlyHOT(t *testing.T) {
 	}
 	if hot*10 < upd*8 {
 		t.Fatalf("%d of %d allocator updates were HOT, want at least 80%%", hot, upd)
+	}
+}
+
+// TestEnsureSchema: an unreachable database defers the schema to the first connection
+// that succeeds (and says nothing failed); any other failure, such as a database that
+// does not exist, is returned at once.
+func TestEnsureSchema(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	tests := []struct {
+		name    string
+		url     func(t *testing.T) string
+		wantErr bool
+		pending bool
+	}{
+		{name: "reachable", url: func(t *testing.T) string { return pgtest.NewDatabase(t) }},
+		{name: "unreachable", url: func(*testing.T) string { return "postgres://postgres@127.0.0.1:1/none?connect_timeout=2" },
+			pending: true},
+		{name: "missing database", url: func(t *testing.T) string {
+			u, err := url.Parse(pgtest.NewDatabase(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			u.Path = "/no_such_database_here"
+			return u.String()
+		}, wantErr: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			s, err := Open(ctx, tc.url(t), Options{PoolSize: 2})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			err = s.EnsureSchema(ctx)
+			if (err != nil) != tc.wantErr || s.schemaPending.Load() != tc.pending {
+				t.Fatalf("EnsureSchema = %v, pending %v; want error %v, pending %v", err, s.schemaPending.Load(), tc.wantErr, tc.pending)
+			}
+			if tc.wantErr || tc.pending {
+				return
+			}
+			var applied bool
+			if err := s.Pool().QueryRow(ctx, `SELECT to_regclass('queen.log_segments') IS NOT NULL`).Scan(&applied); err != nil || !applied {
+				t.Fatalf("schema applied: %v, %v", applied, err)
+			}
+		})
 	}
 }

@@ -331,9 +331,9 @@ func (d *Drainer) Step(ctx context.Context) (bool, error) {
 		}
 		return true, nil
 	}
-	if failed > 0 {
-		// Only a failure in the database says anything about the database: a refused
-		// record never reached it.
+	if failed > 0 || refused > 0 {
+		// A failure in the database may mean it went away; so may a refusal, when the
+		// queue's settings could not be read (an encrypted queue's flag): ask it.
 		if d.opts.Ping != nil {
 			d.healthy.Store(false)
 			d.probe(ctx)

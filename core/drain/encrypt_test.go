@@ -148,3 +148,25 @@ func TestRefusedRecordsDoNotMarkTheDatabaseAway(t *testing.T) {
 		t.Fatal("a refused record marked the database away")
 	}
 }
+
+// TestARefusalWithTheDatabaseAwayIsNotCounted: a record refused because its queue's
+// settings could not be read (the database is away) is not a bad record: the step
+// reports the database unreachable and the batch keeps its position, however often it
+// is tried, until the database answers.
+func TestARefusalWithTheDatabaseAwayIsNotCounted(t *testing.T) {
+	t.Parallel()
+	f, fsys := encFixture(t, nil, flags{"secret": true}, []spool.Record{rec("secret", "p", "t1", `1`, false)})
+	f.ping.up.Store(false)
+	for range 5 { // Permanent is 2
+		_, err := f.d.Step(context.Background())
+		if !errors.Is(err, errBatch) || !strings.Contains(err.Error(), "database unreachable") {
+			t.Fatalf("Step = %v, want the batch held as database unreachable", err)
+		}
+	}
+	if f.d.Healthy() {
+		t.Fatal("the drain still takes the database for up")
+	}
+	if names := fsys.Names("failed/", ""); len(names) != 0 {
+		t.Fatalf("quarantined %v with the database away", names)
+	}
+}
