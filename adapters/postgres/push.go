@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/queen-go/queen/ports"
@@ -63,34 +64,37 @@ func pushBundle(ctx context.Context, q querier, segs []ports.Segment) ([]ports.S
 // result columns (the equivalence test passes the per-segment reference's).
 func pushBundleWith(ctx context.Context, q querier, sql string, segs []ports.Segment) ([]ports.SegmentResult, error) {
 	a := newPushArgs(segs)
-	rows, err := q.Query(ctx, sql, a.queues, a.parts, a.counts, a.hashes, a.verified, a.blobs, a.tenants)
+	rows, err := q.Query(ctx, sql, textArray(a.queues), textArray(a.parts), int4Array(a.counts), byteaArray(a.hashes),
+		int8Array(a.verified), byteaArray(a.blobs), a.tenants)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
 	out := make([]ports.SegmentResult, len(segs))
 	got := 0
+	// One set of scan targets for every row: declared in the loop, each would escape to
+	// the heap per row (eight allocations per segment).
+	var (
+		ord      int32
+		base     pgtype.Int8
+		window   int32
+		idx      []int32
+		dupOff   []int64
+		pid      string
+		creation time.Time
+	)
+	dest := [...]any{&ord, &pid, &base, &creation, &window, &idx, &dupOff}
 	for rows.Next() {
-		var (
-			ord      int32
-			r        ports.SegmentResult
-			base     *int64
-			window   int32
-			idx      []int32
-			dupOff   []int64
-			pid      string
-			creation time.Time
-		)
-		if err := rows.Scan(&ord, &pid, &base, &creation, &window, &idx, &dupOff); err != nil {
+		if err := rows.Scan(dest[:]...); err != nil {
 			return nil, err
 		}
 		if ord < 1 || int(ord) > len(segs) || out[ord-1].Status != 0 || len(idx) != len(dupOff) {
 			return nil, fmt.Errorf("postgres: push: result for ordinal %d of %d (%d duplicates, %d offsets): %w",
 				ord, len(segs), len(idx), len(dupOff), ports.ErrInvalid)
 		}
-		r.PartitionID = pid
-		if base != nil {
-			r.Status, r.BaseOffset, r.CreatedAt = ports.SegmentQueued, *base, creation
+		r := ports.SegmentResult{PartitionID: pid}
+		if base.Valid {
+			r.Status, r.BaseOffset, r.CreatedAt = ports.SegmentQueued, base.Int64, creation
 			r.Window = time.Duration(window) * time.Second
 		} else {
 			r.Status = ports.SegmentDuplicate

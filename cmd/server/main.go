@@ -8,6 +8,8 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/google/uuid"
+
 	"github.com/queen-go/queen"
 	"github.com/queen-go/queen/adapters/httpapi"
 	"github.com/queen-go/queen/config"
@@ -36,6 +38,10 @@ func run(args []string) int {
 		fmt.Fprintf(os.Stderr, "queen-server: invalid configuration:\n%v\n(see queen-server --help)\n", err)
 		return 2
 	}
+	// Message and lease ids are UUIDv7 with 74 random bits: drawn from a pool refilled
+	// 4 KiB at a time instead of one read of the system's source per id (about 0.5 µs
+	// of a single-message push). They are identifiers, not secrets.
+	uuid.EnableRandPool()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	app, cleanup, err := queen.InitializeApp(ctx, cfg)

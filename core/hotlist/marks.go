@@ -46,7 +46,9 @@ func (l *List) mark(tenant, queueName, key, partition, id string, count int, now
 	for _, r := range q.ringList() {
 		l.markRing(r, i, uint32(max(count, 0)), at)
 	}
-	l.trace.log(q.name, "mark", "partition", partition, "messages", count, "wake_now", now)
+	if l.trace.on(q.name) {
+		l.trace.log(q.name, "mark", "partition", partition, "messages", count, "wake_now", now)
+	}
 	// A queue with no ring still wakes: a pop pinned to the partition parks on the
 	// queue's gate without a ring, and must not be stranded.
 	if now {

@@ -90,7 +90,9 @@ func (l *List) CheckOut(req ports.PopRequest) *Ticket {
 	if len(t.ids) == 0 {
 		l.requestReseed(r, true) // cold: the floor may know better
 	}
-	l.trace.log(q.name, "serve", "group", req.Group, "candidates", len(t.ids))
+	if l.trace.on(q.name) {
+		l.trace.log(q.name, "serve", "group", req.Group, "candidates", len(t.ids))
+	}
 	return t
 }
 
