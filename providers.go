@@ -214,10 +214,10 @@ func ProvideEncryption(sealer *envelope.Sealer, store *postgres.Store, changes *
 // ProvidePushService builds the push use case: pushes through fusion, transactions on
 // the store, the spool behind the gate, payloads prepared by the encryption policy.
 func ProvidePushService(b *fusion.Batcher, enc *encryption.Policy, store *postgres.Store, codec *segment.Codec,
-	commits *notify.Commits, sp *spool.Spool, gate *drain.Gate, log *slog.Logger) *push.Service {
+	commits *notify.Commits, sp *spool.Spool, gate *drain.Gate, c *consume.Service, log *slog.Logger) *push.Service {
 	return push.New(b, push.Options{
 		Encryption: enc, Logger: log,
-		Transactions: store, Codec: codec, Commits: commits,
+		Transactions: store, Codec: codec, Commits: commits, AcksApplied: c.Applied,
 		Spool: sp, Divert: gate.Divert, BundleFailed: gate.BundleFailed,
 	})
 }

@@ -103,9 +103,20 @@ func (s *Service) Ack(ctx context.Context, tenant string, inputs []AckInput) ([]
 		}
 		return out, fmt.Errorf("consume: ack %d items: %w", len(items), err)
 	}
-	var applied uint64
 	for k, r := range res {
 		out[pos[k]] = r
+	}
+	s.Applied(tenant, items, res)
+	return out, nil
+}
+
+// Applied makes what committed acks changed known: the messages they moved to the
+// dead-letter queue (parked pops of the partition wake), the leases they released (the
+// hot-list), and the ack count. Ack calls it; so does the transaction route for the
+// acks it committed (core/push), which do not pass through Ack.
+func (s *Service) Applied(tenant string, items []ports.AckItem, res []ports.AckResult) {
+	var applied uint64
+	for k, r := range res {
 		if r.OK {
 			applied++
 		}
@@ -116,7 +127,6 @@ func (s *Service) Ack(ctx context.Context, tenant string, inputs []AckInput) ([]
 	}
 	s.acked.Add(applied)
 	s.released(tenant, items, res)
-	return out, nil
 }
 
 // released tells the hot-list about every (partition, group) whose lease the acks

@@ -108,6 +108,9 @@ type Options struct {
 	Codec        *segment.Codec
 	// Commits, when set, hears of every segment a transaction committed.
 	Commits *notify.Commits
+	// AcksApplied, when set, is told of the acks a transaction committed, with their
+	// results (consume.Service.Applied: dead-letter moves and released leases).
+	AcksApplied func(tenant string, items []ports.AckItem, res []ports.AckResult)
 
 	// Spool, when set, keeps what the database did not take: items of a failed bundle
 	// are spooled and answered buffered (failed when the spool write fails too).

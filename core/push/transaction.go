@@ -91,6 +91,9 @@ func (s *Service) Transaction(ctx context.Context, tenant, producerSub string, o
 	for k, r := range acked {
 		out[ackPos[k]].Ack = &r
 	}
+	if s.opts.AcksApplied != nil && len(acks) > 0 {
+		s.opts.AcksApplied(tenant, acks, acked)
+	}
 	return out, nil
 }
 
