@@ -29,8 +29,8 @@ import (
 // offsets) and at the end the stored rows must be the same. A concurrent phase then
 // runs several bundles at once on overlapping partitions on each side.
 
-// refPushSQL is pushSQL on the per-segment reference.
-var refPushSQL = strings.Replace(pushSQL, "log_push_multi_v3", "log_push_multi_v2", 1)
+// refPushStmt is pushStmt on the per-segment reference.
+var refPushStmt = bundleStmt{name: "queen_push_multi_v2_ref", sql: strings.Replace(pushStmt.sql, "log_push_multi_v3", "log_push_multi_v2", 1)}
 
 const (
 	equivDedupQueue = "eq-dedup" // dedup window 3600 s
@@ -41,14 +41,14 @@ const (
 type equivSide struct {
 	name string
 	s    *Store
-	sql  string
+	stmt bundleStmt
 }
 
 func (d equivSide) push(ctx context.Context, segs []ports.Segment) ([]ports.SegmentResult, error) {
 	var out []ports.SegmentResult
 	err := d.s.run(ctx, "equivalence", func(ctx context.Context, c *pgxpool.Conn) error {
 		var err error
-		out, err = pushBundleWith(ctx, c, d.sql, segs)
+		out, err = pushBundleWith(ctx, c, d.stmt, segs)
 		return err
 	})
 	return out, err
@@ -89,8 +89,8 @@ const (
 )
 
 func newEquivSides(t *testing.T) (ref, set equivSide) {
-	ref = equivSide{name: "per-segment reference", s: newStore(t, Options{PoolSize: 6}), sql: refPushSQL}
-	set = equivSide{name: "set-based", s: newStore(t, Options{PoolSize: 6}), sql: pushSQL}
+	ref = equivSide{name: "per-segment reference", s: newStore(t, Options{PoolSize: 6}), stmt: refPushStmt}
+	set = equivSide{name: "set-based", s: newStore(t, Options{PoolSize: 6}), stmt: pushStmt}
 	for _, d := range []equivSide{ref, set} {
 		d.s.exec(t, `INSERT INTO queen.queues (tenant_id, name, namespace, task, dedup_window_seconds)
 			VALUES ($1::uuid, $2, '', '', 3600), ($1::uuid, $3, '', '', 0)`,

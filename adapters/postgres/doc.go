@@ -15,6 +15,15 @@
 // The push bundle is one prepared (cached) statement with typed parallel arrays; no JSONB
 // is built by the broker, and the small jsonb result array is the only thing parsed.
 //
+// # The bundle call
+//
+// pushBundle (push.go) runs log_push_multi_v3, prepared once per connection as
+// queen_push_multi_v3, with its seven array parameters written by hand in PostgreSQL's
+// binary array format into a pooled buffer and its rows read from their binary values
+// (pushwire.go, which spells out both layouts). The result columns' types are checked
+// against the statement's description before each call. TestPushParamsMatchPgx holds the
+// encoding to pgx's byte for byte; FuzzDecodePushRow the row decoder to never panic.
+//
 // # Streams cycles
 //
 // Cycle (streams.go, ports.StreamStore) is one transaction: a two-key advisory lock of

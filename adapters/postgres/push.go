@@ -6,108 +6,72 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/queen-go/queen/ports"
 )
 
-// pushSQL is the whole fused bundle: one round trip, one commit, one typed row per
-// segment. The statement is prepared once per connection and cached by pgx. It is the
-// only allocator path (fused pushes and transactions): the set-based
-// log_push_multi_v3, whose per-segment reference log_push_multi_v2 only the
-// equivalence test calls (allocator_equiv_test.go).
-const pushSQL = `SELECT ord, partition_id::text, base_offset, created_at, window_seconds, dup_idx, dup_off
-	FROM queen.log_push_multi_v3($1::text[], $2::text[], $3::int4[], $4::bytea[], $5::int8[], $6::bytea[], $7::uuid[])`
+// pushStmt is the whole fused bundle: one round trip, one commit, one row per segment.
+// It is prepared once per connection. It is the only allocator path (fused pushes,
+// transactions, streams cycles): the set-based log_push_multi_v3, whose per-segment
+// reference log_push_multi_v2 only the equivalence test calls (allocator_equiv_test.go).
+var pushStmt = bundleStmt{name: "queen_push_multi_v3",
+	sql: `SELECT ord, partition_id::text, base_offset, created_at, window_seconds, dup_idx, dup_off
+	FROM queen.log_push_multi_v3($1::text[], $2::text[], $3::int4[], $4::bytea[], $5::int8[], $6::bytea[], $7::uuid[])`}
 
-// pushArgs are log_push_multi_v3's parallel arrays.
-type pushArgs struct {
-	queues, parts []string
-	tenants       []string // nil when every segment is the default tenant's
-	counts        []int32
-	verified      []int64
-	hashes, blobs [][]byte
-}
+// bundleStmt is a bundle function's statement and the name it is prepared under.
+type bundleStmt struct{ name, sql string }
 
-func newPushArgs(segs []ports.Segment) pushArgs {
-	n := len(segs)
-	a := pushArgs{queues: make([]string, n), parts: make([]string, n), tenants: make([]string, n),
-		counts: make([]int32, n), verified: make([]int64, n), hashes: make([][]byte, n), blobs: make([][]byte, n)}
-	defaultTenant := true
-	for i, sg := range segs {
-		a.queues[i], a.parts[i], a.tenants[i] = sg.Queue, sg.Partition, sg.Tenant
-		if a.tenants[i] == "" {
-			a.tenants[i] = ports.DefaultTenant
-		}
-		defaultTenant = defaultTenant && a.tenants[i] == ports.DefaultTenant
-		a.counts[i], a.verified[i] = int32(sg.Count), sg.Verified
-		a.hashes[i], a.blobs[i] = sg.Hashes, sg.Blob
-	}
-	if defaultTenant {
-		a.tenants = nil // NULL: the function fills in the default tenant without parsing n UUIDs
-	}
-	return a
-}
-
-// querier is a connection or a transaction.
-type querier interface {
-	Query(context.Context, string, ...any) (pgx.Rows, error)
-}
+// conner is a pooled connection or a transaction.
+type conner interface{ Conn() *pgx.Conn }
 
 // pushBundle runs log_push_multi_v3 on q and returns one result per segment, in input
 // order.
-func pushBundle(ctx context.Context, q querier, segs []ports.Segment) ([]ports.SegmentResult, error) {
-	return pushBundleWith(ctx, q, pushSQL, segs)
+func pushBundle(ctx context.Context, q conner, segs []ports.Segment) ([]ports.SegmentResult, error) {
+	return pushBundleWith(ctx, q, pushStmt, segs)
 }
 
-// pushBundleWith runs sql, a bundle function's query with pushSQL's parameters and
-// result columns (the equivalence test passes the per-segment reference's).
-func pushBundleWith(ctx context.Context, q querier, sql string, segs []ports.Segment) ([]ports.SegmentResult, error) {
-	a := newPushArgs(segs)
-	rows, err := q.Query(ctx, sql, textArray(a.queues), textArray(a.parts), int4Array(a.counts), byteaArray(a.hashes),
-		int8Array(a.verified), byteaArray(a.blobs), a.tenants)
+// pushBundleWith runs st, a bundle function's statement with pushStmt's parameters and
+// result columns (the equivalence test passes the per-segment reference's), with the
+// parameters and rows in binary form (pushwire.go).
+func pushBundleWith(ctx context.Context, q conner, st bundleStmt, segs []ports.Segment) ([]ports.SegmentResult, error) {
+	conn := q.Conn()
+	sd, err := conn.Prepare(ctx, st.name, st.sql)
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
+	if err := checkPushFields(sd); err != nil {
+		return nil, err
+	}
+	params, err := encodePushParams(segs)
+	if err != nil {
+		return nil, err
+	}
+	defer params.release()
+	rr := conn.PgConn().ExecPrepared(ctx, sd.Name, params.values[:], binaryFormats[:], binaryFormats[:])
 	out := make([]ports.SegmentResult, len(segs))
 	got := 0
-	// One set of scan targets for every row: declared in the loop, each would escape to
-	// the heap per row (eight allocations per segment).
-	var (
-		ord      int32
-		base     pgtype.Int8
-		window   int32
-		idx      []int32
-		dupOff   []int64
-		pid      string
-		creation time.Time
-	)
-	dest := [...]any{&ord, &pid, &base, &creation, &window, &idx, &dupOff}
-	for rows.Next() {
-		if err := rows.Scan(dest[:]...); err != nil {
-			return nil, err
+	var bad error
+	for rr.NextRow() {
+		if bad != nil {
+			continue // read to the end: the connection stays usable
 		}
-		if ord < 1 || int(ord) > len(segs) || out[ord-1].Status != 0 || len(idx) != len(dupOff) {
-			return nil, fmt.Errorf("postgres: push: result for ordinal %d of %d (%d duplicates, %d offsets): %w",
-				ord, len(segs), len(idx), len(dupOff), ports.ErrInvalid)
+		ord, r, err := decodePushRow(rr.Values())
+		switch {
+		case err != nil:
+			bad = err
+		case ord < 1 || int(ord) > len(segs) || out[ord-1].Status != 0:
+			bad = fmt.Errorf("postgres: push: result for ordinal %d of %d: %w", ord, len(segs), ports.ErrInvalid)
+		default:
+			out[ord-1] = r
+			got++
 		}
-		r := ports.SegmentResult{PartitionID: pid}
-		if base.Valid {
-			r.Status, r.BaseOffset, r.CreatedAt = ports.SegmentQueued, base.Int64, creation
-			r.Window = time.Duration(window) * time.Second
-		} else {
-			r.Status = ports.SegmentDuplicate
-			r.Dups = make([]ports.Dup, len(idx))
-			for k := range idx {
-				r.Dups[k] = ports.Dup{Index: int(idx[k]), Offset: dupOff[k]}
-			}
-		}
-		out[ord-1] = r
-		got++
 	}
-	if err := rows.Err(); err != nil {
+	if _, err := rr.Close(); err != nil {
 		return nil, err
+	}
+	if bad != nil {
+		return nil, bad
 	}
 	if got != len(segs) {
 		return nil, fmt.Errorf("postgres: push: %d results for %d segments: %w", got, len(segs), ports.ErrInvalid)
