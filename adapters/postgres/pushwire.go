@@ -259,33 +259,27 @@ func arrayElems(v []byte, oid uint32, size int) (int, []byte, error) {
 }
 
 func int4s(v []byte) ([]int32, error) {
-	n, body, err := arrayElems(v, oidInt4, 4)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]int32, n)
-	for i := range out {
-		e := body[8*i:]
-		if binary.BigEndian.Uint32(e) != 4 {
-			return nil, fmt.Errorf("%w: int4 element of length %d", errWire, int32(binary.BigEndian.Uint32(e)))
-		}
-		out[i] = int32(binary.BigEndian.Uint32(e[4:]))
-	}
-	return out, nil
+	return fixedArray(v, oidInt4, 4, func(b []byte) int32 { return int32(binary.BigEndian.Uint32(b)) })
 }
 
 func int8s(v []byte) ([]int64, error) {
-	n, body, err := arrayElems(v, oidInt8, 8)
+	return fixedArray(v, oidInt8, 8, func(b []byte) int64 { return int64(binary.BigEndian.Uint64(b)) })
+}
+
+// fixedArray reads a binary array of NULL-free elements of oid, each size bytes, with
+// read.
+func fixedArray[T any](v []byte, oid uint32, size int, read func([]byte) T) ([]T, error) {
+	n, body, err := arrayElems(v, oid, size)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]int64, n)
+	out := make([]T, n)
 	for i := range out {
-		e := body[12*i:]
-		if binary.BigEndian.Uint32(e) != 8 {
-			return nil, fmt.Errorf("%w: int8 element of length %d", errWire, int32(binary.BigEndian.Uint32(e)))
+		e := body[(4+size)*i:]
+		if l := binary.BigEndian.Uint32(e); l != uint32(size) {
+			return nil, fmt.Errorf("%w: element of length %d in an array of type %d", errWire, int32(l), oid)
 		}
-		out[i] = int64(binary.BigEndian.Uint64(e[4:]))
+		out[i] = read(e[4:])
 	}
 	return out, nil
 }
