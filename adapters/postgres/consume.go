@@ -70,10 +70,7 @@ func popCandidates(cands []string) (ids []pgtype.UUID, pos []int, verdicts []por
 // Pop implements ports.ConsumeStore: one round trip, one transaction. With candidates
 // it answers one verdict per candidate, in candidate order, decoded from typed columns.
 func (s *Store) Pop(ctx context.Context, req ports.PopRequest) ([]ports.Claim, []ports.Verdict, error) {
-	tenant := req.Tenant
-	if tenant == "" {
-		tenant = ports.DefaultTenant
-	}
+	tenant := tenantOr(req.Tenant)
 	var partition, leaseID, subFrom any
 	if req.Partition != "" {
 		partition = req.Partition

@@ -18,9 +18,7 @@ var _ ports.HotlistStore = (*Store)(nil)
 // (schema/006_hotlist.sql): a keyset page over the (queue_id, id) index, the queue's
 // deferral options with it. An after that is not a UUID names no partition: ErrInvalid.
 func (s *Store) Pending(ctx context.Context, tenant, queue, group, after string, limit int) (ports.PendingPage, error) {
-	if tenant == "" {
-		tenant = ports.DefaultTenant
-	}
+	tenant = tenantOr(tenant)
 	var from pgtype.UUID // invalid = NULL: from the first partition
 	if after != "" {
 		u, err := uuid.Parse(after)

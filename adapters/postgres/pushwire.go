@@ -135,11 +135,14 @@ func encodePushParams(segs []ports.Segment) (*pushParams, error) {
 	return p, nil
 }
 
-func tenantOf(sg ports.Segment) string {
-	if sg.Tenant == "" {
+func tenantOf(sg ports.Segment) string { return tenantOr(sg.Tenant) }
+
+// tenantOr is tenant, or the default tenant when it is empty (requests without one).
+func tenantOr(tenant string) string {
+	if tenant == "" {
 		return ports.DefaultTenant
 	}
-	return sg.Tenant
+	return tenant
 }
 
 func defaultTenantOnly(segs []ports.Segment) bool {
