@@ -178,6 +178,7 @@ func ProvideBatcher(store *postgres.Store, codec *segment.Codec, limiter *vegas.
 	b := fusion.New(store, codec, fusion.Options{
 		Shards: cfg.FusionShards, BundleMax: cfg.BundleMax, Hold: cfg.FusionHold,
 		Limiter: limiter, Logger: log.With("target", "fusion"), Commits: commits,
+		CacheBytes: cfg.DedupCacheBytes(),
 	})
 	changes.Subscribe(b.QueueChanged)
 	return b

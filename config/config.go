@@ -57,6 +57,8 @@ type Config struct {
 	FusionShards  int           `env:"QUEEN_V2_FUSION_SHARDS" envDefault:"8" min:"1" max:"256" section:"Push path" help:"Number of shards that fuse concurrent pushes into shared commits."`
 	BundleMax     int           `env:"QUEEN_V2_BUNDLE_MAX" envDefault:"64" min:"1" max:"4096" section:"Push path" help:"Maximum number of partitions in one push commit (Queen's reference defaults to 16; with one commit at a time, bigger bundles carry more of what waits)."`
 	FusionHold    time.Duration `env:"QUEEN_V2_FUSION_HOLD_MS" envDefault:"15" min:"1" section:"Push path" help:"Liveness backstop tick of the fusion shards; not a batching window."`
+	DedupCache    bool          `env:"QUEEN_DEDUP_CACHE" envDefault:"true" section:"Push path" help:"Keep each partition's recent transaction-id hashes in memory so that a push whose hashes this broker has not seen lets PostgreSQL skip the history it already checked; false makes every push probe the whole dedup window in PostgreSQL. Deduplication is exact either way."`
+	DedupCacheMB  int           `env:"QUEEN_DEDUP_CACHE_MB" envDefault:"512" min:"1" section:"Push path" help:"Memory budget of the dedup cache, in MiB (about 64 bytes per remembered message); past it, whole partitions are forgotten and fall back to full probes."`
 	ZstdLevel     int           `env:"QUEEN_V2_ZSTD_LEVEL" envDefault:"3" min:"1" max:"22" section:"Push path" help:"zstd compression level used on the push path."`
 	PushLimitInit int           `env:"QUEEN_SEG_PUSH_INIT" envDefault:"1" min:"1" section:"Push path" help:"Initial value of the adaptive (TCP-Vegas-style) limit on concurrent push commits; QUEEN_SEG_PUSH_MIN <= QUEEN_SEG_PUSH_INIT <= QUEEN_SEG_PUSH_MAX. Fewer concurrent commits make bigger fused commits: the defaults (one commit at a time) suit a small (2-core) database host; raise QUEEN_SEG_PUSH_MAX with its cores and the limit adapts between the bounds."`
 	PushLimitMin  int           `env:"QUEEN_SEG_PUSH_MIN" envDefault:"1" min:"1" section:"Push path" help:"Lower bound of the adaptive push concurrency limit."`
@@ -639,6 +641,15 @@ func (c Config) LogOutput() io.Writer {
 // payload encryption is off (QUEEN_ENCRYPTION_KEY empty or invalid; Parse
 // rejects invalid keys).
 func (c Config) EncryptionKeyBytes() []byte { return aesKey(c.EncryptionKey) }
+
+// DedupCacheBytes is the dedup cache's memory budget in bytes (QUEEN_DEDUP_CACHE_MB), or
+// -1 when QUEEN_DEDUP_CACHE turns the cache off.
+func (c Config) DedupCacheBytes() int64 {
+	if !c.DedupCache {
+		return -1
+	}
+	return int64(c.DedupCacheMB) << 20
+}
 
 // EncryptionKeyOldBytes returns the decoded previous key (QUEEN_ENCRYPTION_KEY_OLD),
 // decryption only, or nil when none is set.

@@ -35,6 +35,8 @@ func defaults() Config {
 		FusionShards:       8,
 		BundleMax:          64,
 		FusionHold:         15 * time.Millisecond,
+		DedupCache:         true,
+		DedupCacheMB:       512,
 		ZstdLevel:          3,
 		PushLimitInit:      1,
 		PushLimitMin:       1,
@@ -109,6 +111,8 @@ func TestParse(t *testing.T) {
 			"QUEEN_V2_BUNDLE_MAX":             "4096",
 			"QUEEN_V2_FUSION_HOLD_MS":         "1",
 			"QUEEN_V2_ZSTD_LEVEL":             "22",
+			"QUEEN_DEDUP_CACHE":               "false",
+			"QUEEN_DEDUP_CACHE_MB":            "64",
 			"QUEEN_SEG_PUSH_INIT":             "8",
 			"QUEEN_SEG_PUSH_MIN":              "8",
 			"QUEEN_SEG_PUSH_MAX":              "8",
@@ -134,6 +138,7 @@ func TestParse(t *testing.T) {
 			c.BundleMax = 4096
 			c.FusionHold = time.Millisecond
 			c.ZstdLevel = 22
+			c.DedupCache, c.DedupCacheMB = false, 64
 			c.PushLimitInit, c.PushLimitMin, c.PushLimitMax = 8, 8, 8
 			c.VegasAlpha, c.VegasBeta = 0, 1
 			c.LogLevel = "debug"
@@ -486,6 +491,31 @@ func TestAccessors(t *testing.T) {
 			old := cfg.EncryptionKeyOldBytes()
 			if len(old) != tt.oldLen || (tt.oldLen > 0 && old[len(old)-1] != tt.oldByte) {
 				t.Errorf("EncryptionKeyOldBytes() = %x, want %d bytes ending in %#x", old, tt.oldLen, tt.oldByte)
+			}
+		})
+	}
+}
+
+func TestDedupCacheBytes(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		env  map[string]string
+		want int64
+	}{
+		{name: "default 512 MiB", want: 512 << 20},
+		{name: "sized", env: map[string]string{"QUEEN_DEDUP_CACHE_MB": "64"}, want: 64 << 20},
+		{name: "off", env: map[string]string{"QUEEN_DEDUP_CACHE": "false", "QUEEN_DEDUP_CACHE_MB": "64"}, want: -1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			cfg, err := Parse(tt.env)
+			if err != nil {
+				t.Fatalf("Parse: %v", err)
+			}
+			if got := cfg.DedupCacheBytes(); got != tt.want {
+				t.Errorf("DedupCacheBytes() = %d, want %d", got, tt.want)
 			}
 		})
 	}

@@ -49,6 +49,8 @@
 // fails as a whole resolves every frame to Error.
 //
 // Each shard keeps a dedup cache per partition (known.go) whose only product is a
-// watermark that lets the SQL probe skip verified history. ForgetQueue drops one queue's
+// watermark that lets the SQL probe skip verified history. It holds 8 bytes of each
+// 16-byte hash, so it may answer "seen" for an id it has not seen (a full probe, never a
+// wrong verdict), within Options.CacheBytes (QUEEN_DEDUP_CACHE_MB). ForgetQueue drops one queue's
 // caches on every shard after a configure or a queue deletion changed what they assumed.
 package fusion

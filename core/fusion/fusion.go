@@ -66,9 +66,10 @@ type Options struct {
 	Limiter      *vegas.Limiter
 	Logger       *slog.Logger
 	SummaryEvery time.Duration // [10s] cadence of the bundle summary log line
-	// CacheEntries bounds the dedup cache (hashes remembered across all shards, about
-	// 64 bytes each) [8,000,000 ≈ 512 MB, QUEEN_DEDUP_CACHE_MB]; negative disables it.
-	CacheEntries int
+	// CacheBytes bounds the dedup cache's memory across all shards, counted as
+	// cacheEntryBytes per remembered hash [512 MiB: QUEEN_DEDUP_CACHE_MB]; negative
+	// disables the cache (QUEEN_DEDUP_CACHE=false).
+	CacheBytes int64
 	// Commits, when set, hears of every committed segment (announced from the goroutine
 	// routing the bundle's answers).
 	Commits *notify.Commits
@@ -96,8 +97,8 @@ func (o *Options) defaults() {
 	if o.SummaryEvery <= 0 {
 		o.SummaryEvery = 10 * time.Second
 	}
-	if o.CacheEntries == 0 {
-		o.CacheEntries = 8_000_000
+	if o.CacheBytes == 0 {
+		o.CacheBytes = 512 << 20
 	}
 }
 

@@ -404,7 +404,7 @@ func TestDedupCacheWatermarkRules(t *testing.T) {
 			if k.verified != tt.wantVerified {
 				t.Fatalf("verified = %d, want %d", k.verified, tt.wantVerified)
 			}
-			if _, old := k.hashes[[16]byte(bytes.Repeat([]byte{1}, 16))]; old && tt.wantVerified != 2 {
+			if old := k.holds([16]byte(bytes.Repeat([]byte{1}, 16))); old && tt.wantVerified != 2 {
 				t.Fatal("the previous history is still remembered")
 			}
 		})
@@ -552,7 +552,7 @@ func TestKnownEvictsByAge(t *testing.T) {
 				continue
 			}
 			want++
-			if _, ok := k.hashes[h]; !ok {
+			if !k.holds(h) {
 				t.Fatalf("commit %d: hash %x of %v evicted, cutoff %v", i, h, t0, cutoff)
 			}
 		}

@@ -54,7 +54,39 @@ func TestKnownChurnKeepsItsSize(t *testing.T) {
 				float64(heapAt[0])/1e6, float64(h)/1e6, w+2)
 		}
 	}
+	// Options.CacheBytes counts cacheEntryBytes per remembered hash: hold it to that.
+	if per := float64(heapAt[len(heapAt)-1]) / (parts * seconds * perSec); per > cacheEntryBytes {
+		t.Fatalf("the cache holds %.0f bytes per hash, its budget counts %d", per, cacheEntryBytes)
+	}
 	runtime.KeepAlive(ks)
+}
+
+// TestKnownAnswersSeenOnAKeyCollision: the cache holds 8 bytes of each hash, so an
+// unseen hash sharing them with a remembered one must cost a full probe (watermark -1),
+// and one differing in them must not.
+func TestKnownAnswersSeenOnAKeyCollision(t *testing.T) {
+	t.Parallel()
+	stored := [16]byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}
+	k := newKnown()
+	k.committed("pid", 0, stored[:], time.Unix(1_700_000_000, 0), time.Hour)
+	tests := []struct {
+		name string
+		h    [16]byte
+		want int64
+	}{
+		{"the stored hash", stored, -1},
+		{"same first 8 bytes", [16]byte{1, 2, 3, 4, 5, 6, 7, 8, 0, 0, 0, 0, 0, 0, 0, 0}, -1},
+		{"other first 8 bytes", [16]byte{9, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			g := &Group{Hashes: [][16]byte{tt.h}}
+			if got := k.verifiedFor([]ref{{g: g}}); got != tt.want {
+				t.Fatalf("verifiedFor = %d, want %d", got, tt.want)
+			}
+		})
+	}
 }
 
 func liveHeap() uint64 {

@@ -53,7 +53,7 @@ type shard struct {
 	backlog  atomic.Int64 // pending, published for tests and diagnostics
 
 	known        map[string]*known    // dedup cache, by partition key (outlives idle parts)
-	knownEntries int                  // hashes held in known, bounded by Options.CacheEntries/Shards
+	knownEntries int                  // hashes held in known, bounded by cacheBudget
 	warmTried    map[string]time.Time // partition key -> earliest next warm-up
 	warming      map[string][]seen    // partition key -> commits learnt while its read is pending
 	warmReads    int                  // this shard's reads in flight (at most warmParallel)
@@ -253,7 +253,7 @@ func appendPartKey(dst []byte, tenant, queue, partition string) []byte {
 // learn feeds a committed segment to the partition's dedup cache and keeps the shard's
 // cache within its budget by forgetting whole partitions (they fall back to full probes).
 func (s *shard) learn(key string, seg ports.Segment, res ports.SegmentResult) {
-	if res.Status != ports.SegmentQueued || s.b.opts.CacheEntries <= 0 {
+	if res.Status != ports.SegmentQueued || s.cacheBudget() <= 0 {
 		return
 	}
 	k := s.known[key]
@@ -273,7 +273,7 @@ func (s *shard) learn(key string, seg ports.Segment, res ports.SegmentResult) {
 		s.known[key] = k
 	}
 	s.knownEntries += k.committed(res.PartitionID, res.BaseOffset, seg.Hashes, res.CreatedAt, res.Window)
-	budget := s.b.opts.CacheEntries / len(s.b.shards)
+	budget := s.cacheBudget()
 	if s.knownEntries > budget { // not even an iterator's start otherwise: this runs per committed segment
 		for other, victim := range s.known {
 			if s.knownEntries <= budget {
@@ -289,6 +289,15 @@ func (s *shard) learn(key string, seg ports.Segment, res ports.SegmentResult) {
 		// partition, and one partition alone may not exceed the budget: forget it.
 		s.forget(key, k)
 	}
+}
+
+// cacheBudget is how many hashes this shard's dedup cache may hold: its share of
+// Options.CacheBytes, or 0 when the cache is off.
+func (s *shard) cacheBudget() int {
+	if s.b.opts.CacheBytes <= 0 {
+		return 0
+	}
+	return int(s.b.opts.CacheBytes / cacheEntryBytes / int64(len(s.b.shards)))
 }
 
 func (s *shard) forget(key string, k *known) {

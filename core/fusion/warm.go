@@ -102,7 +102,7 @@ func (s *shard) startWarm(key, pid string) bool {
 	s.warmReads++
 	// A window's history is worth reading only if a quarter of the shard's budget
 	// holds it (segments hold at least one frame each).
-	maxSegments := max(1, s.b.opts.CacheEntries/len(s.b.shards)/4)
+	maxSegments := max(1, s.cacheBudget()/4)
 	s.b.wg.Add(1)
 	go func() {
 		defer s.b.wg.Done()
@@ -153,7 +153,7 @@ func (s *shard) install(w *warmed) {
 	for _, sg := range w.recent.Segments {
 		frames += len(sg.Hashes) / 16
 	}
-	if s.knownEntries+frames > s.b.opts.CacheEntries/len(s.b.shards) {
+	if s.knownEntries+frames > s.cacheBudget() {
 		s.warmTried[w.key] = time.Now().Add(warmRetryLarge)
 		return // too much history for the budget: this partition keeps probing in SQL
 	}
@@ -162,7 +162,7 @@ func (s *shard) install(w *warmed) {
 	k.pid, k.window, k.verified = w.pid, w.recent.Window, w.recent.LastOffset
 	for _, sg := range w.recent.Segments {
 		for i := 0; i+16 <= len(sg.Hashes); i += 16 {
-			k.add([16]byte(sg.Hashes[i:i+16]), sg.CreatedAt.UnixNano())
+			k.add(hashKey(sg.Hashes[i:]), sg.CreatedAt.UnixNano())
 		}
 	}
 	for _, c := range backlog {
