@@ -290,6 +290,7 @@ func ProvideHandler(p *push.Service, c *consume.Service, m *maintenance.Flags, q
 // parked long polls first: they would hold a graceful stop for their whole timeout.
 func ProvideHTTPServer(cfg config.Config, h http.Handler, c *consume.Service) *http.Server {
 	srv := httpapi.NewServer(net.JoinHostPort(cfg.BindAddr, fmt.Sprint(cfg.Port)), h)
+	srv.ReadTimeout = cfg.ReadTimeout
 	srv.RegisterOnShutdown(c.Stop)
 	return srv
 }

@@ -20,6 +20,7 @@ func defaults() Config {
 		BindAddr:           "0.0.0.0",
 		MaxBodyBytes:       67108864,
 		MaxPushItems:       10000,
+		ReadTimeout:        time.Minute,
 		ServerID:           "queen",
 		ShutdownTimeout:    30 * time.Second,
 		CacheRefresh:       60 * time.Second,
@@ -112,6 +113,7 @@ func TestParse(t *testing.T) {
 			"QUEEN_V2_FUSION_HOLD_MS":         "1",
 			"QUEEN_V2_ZSTD_LEVEL":             "22",
 			"QUEEN_DEDUP_CACHE":               "false",
+			"QUEEN_READ_TIMEOUT_MS":           "2500",
 			"QUEEN_DEDUP_CACHE_MB":            "64",
 			"QUEEN_SEG_PUSH_INIT":             "8",
 			"QUEEN_SEG_PUSH_MIN":              "8",
@@ -139,6 +141,7 @@ func TestParse(t *testing.T) {
 			c.FusionHold = time.Millisecond
 			c.ZstdLevel = 22
 			c.DedupCache, c.DedupCacheMB = false, 64
+			c.ReadTimeout = 2500 * time.Millisecond
 			c.PushLimitInit, c.PushLimitMin, c.PushLimitMax = 8, 8, 8
 			c.VegasAlpha, c.VegasBeta = 0, 1
 			c.LogLevel = "debug"

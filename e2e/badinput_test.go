@@ -35,6 +35,8 @@ import (
 const (
 	biMaxBody  = 64 << 10
 	biMaxItems = 10
+	// biReadTimeout is the shared broker's QUEEN_READ_TIMEOUT_MS.
+	biReadTimeout = 2 * time.Second
 )
 
 // biCounts is what the broker reports of everything it holds (GET
@@ -67,6 +69,8 @@ func TestBadInput(t *testing.T) {
 	b := startBroker(t, map[string]string{
 		"QUEEN_MAX_BODY_BYTES": fmt.Sprint(biMaxBody),
 		"QUEEN_MAX_PUSH_ITEMS": fmt.Sprint(biMaxItems),
+		// Row 28's trickled body is cut off this long after its request started.
+		"QUEEN_READ_TIMEOUT_MS": fmt.Sprint(biReadTimeout.Milliseconds()),
 	})
 	// A queue with messages for the pop and ack rows to aim at: they must leave it as
 	// it is (its messages pending, nothing leased).
@@ -546,10 +550,10 @@ func biRandomPops(t *testing.T, b *broker) {
 // biProtocolRows are row 28: what net/http guards before any handler runs.
 func biProtocolRows() []biRow {
 	return []biRow{
-		// Header blocks over MaxHeaderBytes (1 MiB, adapters/httpapi) get 431 from
+		// Header blocks over MaxHeaderBytes (64 KiB, adapters/httpapi) get 431 from
 		// net/http itself: a plain-text answer, the one 4xx that is not JSON.
 		{name: "28/headers-over-limit", run: func(t *testing.T, b *broker) {
-			resp, raw := b.biRaw(t, "GET /health HTTP/1.1\r\nHost: bi\r\nX-Big: "+strings.Repeat("a", 1<<20+64<<10)+"\r\n\r\n")
+			resp, raw := b.biRaw(t, "GET /health HTTP/1.1\r\nHost: bi\r\nX-Big: "+strings.Repeat("a", 64<<10+8<<10)+"\r\n\r\n")
 			if resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
 				t.Fatalf("status %d %.200s, want 431", resp.StatusCode, raw)
 			}
@@ -557,12 +561,6 @@ func biProtocolRows() []biRow {
 		// A client that starts its header block and stalls is cut off at the broker's
 		// ReadHeaderTimeout (10 s, adapters/httpapi NewServer): net/http closes the
 		// connection, after a plain-text 400 for the half-read header block.
-		//
-		// The slow body (1 byte/s after the headers) is not here: the broker sets no
-		// ReadTimeout, because net/http would apply it to the whole request and cancel
-		// long-poll pops (which wait up to their timeout) when it fires, so a body
-		// trickling in is read for as long as it keeps coming. Bounding that needs a
-		// per-request body deadline, which the broker does not have.
 		{name: "28/slow-headers", run: func(t *testing.T, b *broker) {
 			conn := b.biDial(t)
 			if _, err := io.WriteString(conn, "POST /api/v1/push HTTP/1.1\r\nHost: bi\r\nContent-Ty"); err != nil {
@@ -575,6 +573,31 @@ func biProtocolRows() []biRow {
 			}
 			if len(raw) > 0 && !bytes.HasPrefix(raw, []byte("HTTP/1.1 400 ")) && !bytes.HasPrefix(raw, []byte("HTTP/1.1 408 ")) {
 				t.Fatalf("answered %q, want nothing, a 400 or a 408", raw)
+			}
+		}},
+		// A body trickled in (a byte every 200 ms) is cut off at QUEEN_READ_TIMEOUT_MS:
+		// 408 with a JSON error, and the connection closed. Its items are never pushed.
+		{name: "28/slow-body", run: func(t *testing.T, b *broker) {
+			conn := b.biDial(t)
+			body := `[{"queue":"bi-slow","payload":1}]`
+			if _, err := fmt.Fprintf(conn, "POST /api/v1/push HTTP/1.1\r\nHost: bi\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", len(body)+64); err != nil {
+				t.Fatal(err)
+			}
+			go func() {
+				for i := 0; ; i++ {
+					if _, err := io.WriteString(conn, body[i%len(body):i%len(body)+1]); err != nil {
+						return // the broker closed the connection
+					}
+					time.Sleep(200 * time.Millisecond)
+				}
+			}()
+			resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+			if err != nil {
+				t.Fatalf("no answer: %v", err)
+			}
+			raw, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != http.StatusRequestTimeout || !resp.Close || !strings.Contains(string(raw), "QUEEN_READ_TIMEOUT_MS") {
+				t.Fatalf("status %d, close %v, body %s: want 408, the connection closed, a JSON error", resp.StatusCode, resp.Close, raw)
 			}
 		}},
 	}

@@ -26,11 +26,11 @@ import (
 
 // Options configures the handler; zero values take the defaults in brackets.
 type Options struct {
-	MaxBodyBytes int64  // [64 MiB] QUEEN_MAX_BODY_BYTES
-	MaxPushItems int    // [10,000] QUEEN_MAX_PUSH_ITEMS: items of one push
-	Tenant       string // [ports.DefaultTenant]
-	Version      string // reported by /health
-	Logger       *slog.Logger
+	MaxBodyBytes int64 // [64 MiB] QUEEN_MAX_BODY_BYTES
+	MaxPushItems int   // [10,000] QUEEN_MAX_PUSH_ITEMS: items of one push
+	Tenant      string // [ports.DefaultTenant]
+	Version     string // reported by /health
+	Logger      *slog.Logger
 	// Prometheus serves GET /metrics/prometheus.
 	Prometheus http.Handler
 	// PoolStats reports database connections for GET /metrics.
@@ -264,11 +264,18 @@ func residentBytes(fallback uint64) uint64 {
 // NewServer is the broker's HTTP server for h at addr, set up as queen-server runs it
 // (the caller listens). bench/floor serves its floor with it too, so the two differ only
 // in what is behind the push route.
+//
+// ReadTimeout bounds the whole request, body included (faults.md §6.5 #28), so a client
+// trickling a body cannot hold a connection and a handler: the body's read fails, which
+// readBody answers 408 and closes the connection. It does not cut long polls short:
+// net/http clears the connection's read deadline once the request is read (for its
+// background read, which watches for the client going away).
 func NewServer(addr string, h http.Handler) *http.Server {
 	return &http.Server{
 		Addr:              addr,
 		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       time.Minute, // QUEEN_READ_TIMEOUT_MS
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    MaxHeaderBytes, // larger header blocks get 431 from net/http
 	}

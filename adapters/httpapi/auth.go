@@ -10,10 +10,10 @@ import (
 	"github.com/queen-go/queen/core/auth"
 )
 
-// MaxHeaderBytes bounds a request's header block (net/http's default, made explicit):
-// a bigger one, such as a 2 MiB Authorization header, is answered 431 by net/http
-// itself before any handler or token parsing runs.
-const MaxHeaderBytes = 1 << 20
+// MaxHeaderBytes bounds a request's header block (faults.md §6.5 #28: about 64 KiB;
+// net/http allows 4 KiB more): a bigger one, such as a 2 MiB Authorization header, is
+// answered 431 by net/http itself before any handler or token parsing runs.
+const MaxHeaderBytes = 64 << 10
 
 // routeLevels is the access level of every route, by method and path template as
 // registered (api.md §3's route table; core/auth says which roles each level admits).

@@ -33,6 +33,10 @@ func (e *tooLarge) Error() string {
 	return fmt.Sprintf("request body exceeds the %d-byte limit (QUEEN_MAX_BODY_BYTES)", e.limit)
 }
 
+// errBodyTimedOut is a request whose body had not arrived when the server's ReadTimeout
+// (QUEEN_READ_TIMEOUT_MS) ran out (faults.md §6.5 #28).
+var errBodyTimedOut = errors.New("request body not received within the read timeout (QUEEN_READ_TIMEOUT_MS)")
+
 // tooManyItems is a push of more items than the configured limit (faults.md §6.5 #8).
 type tooManyItems struct{ n, limit int }
 
@@ -75,6 +79,8 @@ func statusOf(err error) int {
 		return http.StatusInternalServerError // an encrypted queue this broker cannot seal for: its configuration
 	case errors.As(err, &tl), errors.As(err, &tm):
 		return http.StatusRequestEntityTooLarge
+	case errors.Is(err, errBodyTimedOut):
+		return http.StatusRequestTimeout
 	case errors.Is(err, ports.ErrUnavailable), errors.Is(err, ports.ErrTimeout), errors.Is(err, ports.ErrConflict):
 		return http.StatusServiceUnavailable
 	default:
@@ -101,11 +107,11 @@ func writeError(w http.ResponseWriter, log *slog.Logger, err error) {
 		body["error"] = http.StatusText(code)
 	case code == http.StatusUnauthorized:
 		w.Header().Set("WWW-Authenticate", "Bearer") // RFC 6750 §3
-	case code == http.StatusRequestEntityTooLarge:
+	case code == http.StatusRequestEntityTooLarge, code == http.StatusRequestTimeout:
 		// What the client has not sent is not waited for: without this, net/http reads
 		// up to 256 KiB more of an unfinished (chunked) body before it sends the answer,
-		// and a client that stops sending never gets it (faults.md §6.5 #7). It is what
-		// http.MaxBytesReader does when given the ResponseWriter.
+		// and a client that stops sending never gets it (faults.md §6.5 #7, #28). It is
+		// what http.MaxBytesReader does when given the ResponseWriter.
 		w.Header().Set("Connection", "close")
 	}
 	writeJSON(w, code, body)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"os"
 	"reflect"
 	"slices"
 	"strconv"
@@ -69,6 +70,9 @@ func readBody(r *http.Request, limit int64) ([]byte, error) {
 	if err != nil {
 		if mbe := (*http.MaxBytesError)(nil); errors.As(err, &mbe) { // only here: &mbe escapes
 			return nil, &tooLarge{limit: limit}
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return nil, errBodyTimedOut
 		}
 		return nil, badRequestf("bad body: %v", err)
 	}
