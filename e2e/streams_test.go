@@ -584,3 +584,37 @@ func TestStreamsAuth(t *testing.T) {
 		t.Fatalf("sink message: %v %s", err, raw)
 	}
 }
+
+// TestStreamsCORS: the streams routes answer with permissive CORS headers (streams.md
+// §2), refusals included, and their preflights need no token.
+func TestStreamsCORS(t *testing.T) {
+	t.Parallel()
+	f := newAuthFixture(t, "hs")
+	rw, ro := f.bearer(t, "read-write"), f.bearer(t, "read-only")
+	const id = "00000000-0000-4000-8000-000000000001"
+	for _, tc := range []struct {
+		name, method, path, auth, body string
+		want                           int
+	}{
+		{"preflight without a token", "OPTIONS", "/streams/v1/cycle", "", "", http.StatusNoContent},
+		{"preflight of the queries route", "OPTIONS", "/streams/v1/queries", "", "", http.StatusNoContent},
+		{"refused for want of a token", "POST", "/streams/v1/state/get", "", `{"query_id":"` + id + `","partition_id":"` + id + `"}`, http.StatusUnauthorized},
+		{"refused to a read-only token", "POST", "/streams/v1/cycle", ro, `{"query_id":"` + id + `","partition_id":"` + id + `"}`, http.StatusForbidden},
+		{"registered", "POST", "/streams/v1/queries", rw, `{"name":"corsq","source_queue":"s","config_hash":"h"}`, http.StatusOK},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, h, raw := f.call(t, tc.method, tc.path, tc.auth, tc.body)
+			if code != tc.want {
+				t.Fatalf("%d %s, want %d", code, raw, tc.want)
+			}
+			if h.Get("Access-Control-Allow-Origin") != "*" || !strings.Contains(h.Get("Access-Control-Allow-Methods"), "POST") ||
+				!strings.Contains(h.Get("Access-Control-Allow-Headers"), "Authorization") {
+				t.Fatalf("CORS headers %v", h)
+			}
+		})
+	}
+	// Other routes carry none (api.md §1: Queen's reference has no CORS layer).
+	if _, h, _ := f.call(t, "GET", "/health", "", ""); h.Get("Access-Control-Allow-Origin") != "" {
+		t.Fatalf("/health carries CORS headers: %v", h)
+	}
+}

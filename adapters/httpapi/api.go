@@ -26,11 +26,11 @@ import (
 
 // Options configures the handler; zero values take the defaults in brackets.
 type Options struct {
-	MaxBodyBytes int64 // [64 MiB] QUEEN_MAX_BODY_BYTES
-	MaxPushItems int   // [10,000] QUEEN_MAX_PUSH_ITEMS: items of one push
-	Tenant      string // [ports.DefaultTenant]
-	Version     string // reported by /health
-	Logger      *slog.Logger
+	MaxBodyBytes int64  // [64 MiB] QUEEN_MAX_BODY_BYTES
+	MaxPushItems int    // [10,000] QUEEN_MAX_PUSH_ITEMS: items of one push
+	Tenant       string // [ports.DefaultTenant]
+	Version      string // reported by /health
+	Logger       *slog.Logger
 	// Prometheus serves GET /metrics/prometheus.
 	Prometheus http.Handler
 	// PoolStats reports database connections for GET /metrics.
@@ -92,7 +92,11 @@ type api struct {
 func New(svc Services, opts Options) http.Handler {
 	a := newAPI(svc, opts)
 	root := a.routes()
-	return observe(a.guard(root), root, a.opts.Logger, opts.AccessLog, opts.Observers)
+	h := a.guard(root)
+	if svc.Streams != nil {
+		h = streamsCORS(h)
+	}
+	return observe(h, root, a.opts.Logger, opts.AccessLog, opts.Observers)
 }
 
 func newAPI(svc Services, opts Options) *api {

@@ -20,15 +20,19 @@ const MaxHeaderBytes = 64 << 10
 // A route missing here needs ADMIN (levelOf): adding a route without deciding its
 // level locks it down instead of opening it, and a test fails.
 var routeLevels = map[string]auth.Level{
-	"GET /health":             auth.Public,
-	"GET /ready":              auth.Public,
-	"GET /live":               auth.Public,
-	"HEAD /health":            auth.Public,
-	"HEAD /ready":             auth.Public,
-	"HEAD /live":              auth.Public,
-	"GET /metrics":            auth.Public,
-	"GET /metrics/prometheus": auth.Public,
-	"GET /openapi.yaml":       auth.Public,
+	"GET /health":  auth.Public,
+	"GET /ready":   auth.Public,
+	"GET /live":    auth.Public,
+	"HEAD /health": auth.Public,
+	// CORS preflights of the streams routes (streams.go): browsers send no credentials.
+	"OPTIONS /streams/v1/queries":   auth.Public,
+	"OPTIONS /streams/v1/state/get": auth.Public,
+	"OPTIONS /streams/v1/cycle":     auth.Public,
+	"HEAD /ready":                   auth.Public,
+	"HEAD /live":                    auth.Public,
+	"GET /metrics":                  auth.Public,
+	"GET /metrics/prometheus":       auth.Public,
+	"GET /openapi.yaml":             auth.Public,
 
 	// The only route a write-only token can call.
 	"POST /api/v1/push": auth.WriteOnly,

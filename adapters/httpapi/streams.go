@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -17,11 +18,37 @@ import (
 	"github.com/queen-go/queen/ports"
 )
 
-// streamsRoutes registers the server side of Queen's streams SDKs (issue 21).
+// streamsRoutes registers the server side of Queen's streams SDKs (issue 21), each
+// route with its CORS preflight (streamsCORS).
 func (a *api) streamsRoutes(r *mux.Router) {
 	r.HandleFunc("/streams/v1/queries", a.handleStreamQuery).Methods(http.MethodPost)
 	r.HandleFunc("/streams/v1/state/get", a.handleStreamState).Methods(http.MethodPost)
 	r.HandleFunc("/streams/v1/cycle", a.handleStreamCycle).Methods(http.MethodPost)
+	for _, p := range streamsPaths {
+		r.HandleFunc(p, func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Access-Control-Max-Age", "86400") // seconds a browser may reuse the answer
+			w.WriteHeader(http.StatusNoContent)
+		}).Methods(http.MethodOptions)
+	}
+}
+
+// streamsPaths are the streams routes' paths.
+var streamsPaths = []string{"/streams/v1/queries", "/streams/v1/state/get", "/streams/v1/cycle"}
+
+// streamsCORS puts the permissive CORS headers of Queen's streams server (streams.md §2)
+// on every answer of the streams routes, errors and authentication refusals included,
+// so that a browser's script can read them. Preflights (OPTIONS) are public routes: a
+// browser sends them without credentials.
+func streamsCORS(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if slices.Contains(streamsPaths, r.URL.Path) {
+			h := w.Header()
+			h.Set("Access-Control-Allow-Origin", "*")
+			h.Set("Access-Control-Allow-Methods", "POST, OPTIONS")
+			h.Set("Access-Control-Allow-Headers", "Content-Type, Authorization")
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // streamBody reads a streams request: a JSON object, field by field (the routes check
