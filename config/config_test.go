@@ -463,7 +463,8 @@ func TestAccessors(t *testing.T) {
 		keyLen  int
 		keyByte byte // last byte of the key, when keyLen > 0
 		oldLen  int
-		oldByte byte // last byte of the old key, when oldLen > 0
+		oldByte byte  // last byte of the old key, when oldLen > 0
+		cache   int64 // DedupCacheBytes; 0: the default, 512 MiB
 	}{
 		{name: "defaults", level: slog.LevelInfo, addr: "0.0.0.0:6632"},
 		{name: "debug", env: map[string]string{"LOG_LEVEL": "DEBUG"}, level: slog.LevelDebug, addr: "0.0.0.0:6632"},
@@ -473,6 +474,10 @@ func TestAccessors(t *testing.T) {
 			level: slog.LevelInfo, addr: "[::]:1", keyLen: 32, keyByte: 0x1f},
 		{name: "rotated key", env: map[string]string{"QUEEN_ENCRYPTION_KEY": strings.Repeat("ab", 32), "QUEEN_ENCRYPTION_KEY_OLD": validKey},
 			level: slog.LevelInfo, addr: "0.0.0.0:6632", keyLen: 32, keyByte: 0xab, oldLen: 32, oldByte: 0x1f},
+		{name: "dedup cache sized", env: map[string]string{"QUEEN_DEDUP_CACHE_MB": "64"},
+			level: slog.LevelInfo, addr: "0.0.0.0:6632", cache: 64 << 20},
+		{name: "dedup cache off", env: map[string]string{"QUEEN_DEDUP_CACHE": "false", "QUEEN_DEDUP_CACHE_MB": "64"},
+			level: slog.LevelInfo, addr: "0.0.0.0:6632", cache: -1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -495,30 +500,11 @@ func TestAccessors(t *testing.T) {
 			if len(old) != tt.oldLen || (tt.oldLen > 0 && old[len(old)-1] != tt.oldByte) {
 				t.Errorf("EncryptionKeyOldBytes() = %x, want %d bytes ending in %#x", old, tt.oldLen, tt.oldByte)
 			}
-		})
-	}
-}
-
-func TestDedupCacheBytes(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		name string
-		env  map[string]string
-		want int64
-	}{
-		{name: "default 512 MiB", want: 512 << 20},
-		{name: "sized", env: map[string]string{"QUEEN_DEDUP_CACHE_MB": "64"}, want: 64 << 20},
-		{name: "off", env: map[string]string{"QUEEN_DEDUP_CACHE": "false", "QUEEN_DEDUP_CACHE_MB": "64"}, want: -1},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			cfg, err := Parse(tt.env)
-			if err != nil {
-				t.Fatalf("Parse: %v", err)
+			if tt.cache == 0 {
+				tt.cache = 512 << 20
 			}
-			if got := cfg.DedupCacheBytes(); got != tt.want {
-				t.Errorf("DedupCacheBytes() = %d, want %d", got, tt.want)
+			if got := cfg.DedupCacheBytes(); got != tt.cache {
+				t.Errorf("DedupCacheBytes() = %d, want %d", got, tt.cache)
 			}
 		})
 	}
