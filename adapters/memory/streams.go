@@ -171,8 +171,10 @@ func compact(v []byte) []byte {
 func (s *Store) cycleAck(it ports.AckItem, release bool, now time.Time) (ports.AckResult, *ports.RollbackError) {
 	c := s.consumers[consumerKey(it.PartitionID, it.Group)]
 	if c == nil {
-		return ports.AckResult{}, &ports.RollbackError{Reason: "ack_rejected",
-			Msg: "Message not found: no consumer of group " + it.Group + " on partition " + it.PartitionID}
+		if rb := s.cursorOnly(it, now); rb != nil {
+			return ports.AckResult{}, rb
+		}
+		return ports.AckResult{OK: true, LeaseReleased: release}, nil
 	}
 	lease, expires := c.leaseID, c.expires
 	res, updates, rb := s.planAck([]ports.AckItem{it}, true, "", now)
@@ -202,6 +204,32 @@ func (s *Store) cycleAck(it ports.AckItem, release bool, now time.Time) (ports.A
 		r.LeaseReleased = false
 	}
 	return r, nil
+}
+
+// cursorOnly applies a cycle's completed ack on a partition its group has no cursor on
+// (adapters/postgres cursorOnly): a cursor at the acked message, no lease. A message the
+// partition does not hold, an ack naming a lease or another status is refused and
+// changes nothing.
+// Callers hold s.mu.
+func (s *Store) cursorOnly(it ports.AckItem, now time.Time) *ports.RollbackError {
+	p := s.byID[it.PartitionID]
+	off, found := int64(0), false
+	if p != nil {
+		off, found = p.resolve(it.Hash, -1, now)
+	}
+	switch {
+	case !found:
+		return &ports.RollbackError{Reason: "ack_rejected", Msg: "Message not found"}
+	case it.LeaseID != "": // no cursor holds it
+		return &ports.RollbackError{Reason: "ack_rejected", Msg: "Invalid or expired lease"}
+	case it.Status != ports.AckCompleted:
+		return &ports.RollbackError{Reason: "ack_rejected",
+			Msg: "Message not found: no consumer of group " + it.Group + " on partition " + it.PartitionID}
+	}
+	off = max(off, p.logStart-1)
+	s.consumers[consumerKey(it.PartitionID, it.Group)] = &consumer{committed: off, batchEnd: off, start: -1,
+		delivered: -1, lastConsumed: now, created: now}
+	return nil
 }
 
 // dropStreamState deletes the state of the partitions in gone (a queue deletion).

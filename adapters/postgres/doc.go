@@ -32,7 +32,9 @@
 // segments through pushBundle (the allocator of every push; a segment answered
 // duplicate goes back to the caller's Resolve and its rest is pushed in a further bundle
 // of the same transaction), then the ack through log_ack_v2 in strict mode after locking
-// the consumer row, whose lease is then released or put back as the cycle asked. Lock
+// the consumer row, whose lease is then released or put back as the cycle asked (with no
+// consumer row, a completed ack inserts a cursor-only one under the partition's KEY
+// SHARE lock, as a pop's first contact does: cursorOnly). Lock
 // order: shard, sink partitions (ascending id), source consumer row: a transaction's
 // order behind a lock only cycles take. Refusals (unknown query on upsert, a value jsonb
 // rejects, an unknown message, a lease that does not hold) are *ports.RollbackError.

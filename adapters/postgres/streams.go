@@ -251,6 +251,39 @@ func pushCycle(ctx context.Context, tx pgx.Tx, c ports.Cycle) ([]ports.SegmentRe
 	return out, nil
 }
 
+// cursorOnly applies a cycle's completed ack on a partition its group has no cursor on
+// (streams.md §3.2, 6.5: Queen inserts a cursor-only row): a cursor at the acked message,
+// no lease, taken under the partition's KEY SHARE lock as a pop's first contact takes it
+// (retention trims only partitions whose cursors it can lock). A message the partition
+// does not hold, an ack naming a lease (no cursor holds one) or another status (a
+// dead-letter ack needs the group's cursor) is refused. It reports false without a refusal when a pop inserted the cursor first.
+func cursorOnly(ctx context.Context, tx pgx.Tx, it ports.AckItem) (bool, *ports.RollbackError, error) {
+	var off pgtype.Int8
+	// p_after -1: every retained hash row of the partition, whatever its age.
+	if err := tx.QueryRow(ctx, `SELECT queen.log_resolve_v1($1::uuid, $2, -1, 0)`, it.PartitionID, it.Hash[:]).Scan(&off); err != nil {
+		return false, nil, err
+	}
+	switch {
+	case !off.Valid:
+		return false, &ports.RollbackError{Reason: "ack_rejected", Msg: "Message not found"}, nil
+	case it.LeaseID != "": // no cursor holds it
+		return false, &ports.RollbackError{Reason: "ack_rejected", Msg: "Invalid or expired lease"}, nil
+	case it.Status != ports.AckCompleted:
+		return false, noCursor(it), nil
+	}
+	tag, err := tx.Exec(ctx, `INSERT INTO queen.log_consumers AS lc (partition_id, consumer_group, committed, batch_end, last_consumed_at)
+		SELECT lp.id, $2, greatest($3, lp.log_start - 1), greatest($3, lp.log_start - 1), clock_timestamp()
+		  FROM queen.log_partitions lp WHERE lp.id = $1::uuid FOR KEY SHARE OF lp
+		ON CONFLICT ON CONSTRAINT log_consumers_pkey DO NOTHING`, it.PartitionID, it.Group, off.Int64)
+	return err == nil && tag.RowsAffected() == 1, nil, err
+}
+
+// noCursor refuses a cycle's ack that needs a cursor its group does not have there.
+func noCursor(it ports.AckItem) *ports.RollbackError {
+	return &ports.RollbackError{Reason: "ack_rejected",
+		Msg: "Message not found: no consumer of group " + it.Group + " on partition " + it.PartitionID}
+}
+
 // ackCycle applies the cycle's ack with the transaction route's strict rules
 // (log_ack_v2), then makes the lease what the cycle asked: released, or kept as it was.
 // The consumer row is locked first so that its lease can be put back.
@@ -259,11 +292,20 @@ func ackCycle(ctx context.Context, tx pgx.Tx, it ports.AckItem, release bool) (p
 		lease   pgtype.UUID
 		expires pgtype.Timestamptz
 	)
-	err := tx.QueryRow(ctx, `SELECT lease_id, lease_expires_at FROM queen.log_consumers
-		WHERE partition_id = $1::uuid AND consumer_group = $2 FOR UPDATE`, it.PartitionID, it.Group).Scan(&lease, &expires)
+	lock := func() error {
+		return tx.QueryRow(ctx, `SELECT lease_id, lease_expires_at FROM queen.log_consumers
+			WHERE partition_id = $1::uuid AND consumer_group = $2 FOR UPDATE`, it.PartitionID, it.Group).Scan(&lease, &expires)
+	}
+	err := lock()
 	if errors.Is(err, pgx.ErrNoRows) {
-		return ports.AckResult{}, &ports.RollbackError{Reason: "ack_rejected",
-			Msg: "Message not found: no consumer of group " + it.Group + " on partition " + it.PartitionID}, nil
+		inserted, rb, err := cursorOnly(ctx, tx, it)
+		if inserted || rb != nil || err != nil {
+			return ports.AckResult{OK: inserted, LeaseReleased: inserted && release}, rb, err
+		}
+		// A pop made the group's cursor meanwhile: ack through it.
+		if err = lock(); errors.Is(err, pgx.ErrNoRows) {
+			return ports.AckResult{}, noCursor(it), nil
+		}
 	}
 	if err != nil {
 		return ports.AckResult{}, nil, err

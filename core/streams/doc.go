@@ -46,7 +46,9 @@
 //     expiry even when it did (the messages after the cursor come again, in order,
 //     after it expires). failed/dlq dead-letter the message straight away (no retry
 //     budget: the worker decided), move the cursor to it and release the lease, which
-//     the answer reports (lease_released true, decision 4).
+//     the answer reports (lease_released true, decision 4). A completed ack on a
+//     partition its group has no cursor on (never popped there) inserts one at the
+//     message, without a lease, as Queen does; a dead-letter ack there is refused.
 //
 // A cycle refused for its content, or rolled back in the store, is a *Failure (the route
 // answers 200 with success false, state_ops_applied 0 and push_results []: nothing was

@@ -28,6 +28,7 @@ func StreamStore(t *testing.T, newFixture func(t *testing.T) ConsumeFixture) {
 		{"pushes and ack commit with the state", testStreamCommit},
 		{"a refused ack rolls everything back", testStreamAckRefused},
 		{"release_lease false keeps the lease", testStreamKeepLease},
+		{"an ack without a cursor leaves a cursor-only row", testStreamCursorOnly},
 		{"a partial ack with release frees the partition", testStreamPartialRelease},
 		{"a dead-letter ack", testStreamDLQ},
 		{"duplicates are resolved and the rest written", testStreamResolve},
@@ -239,6 +240,29 @@ func testStreamAckRefused(k kit) {
 	// The lease is untouched: the right ack still commits.
 	k.cycle(ports.Cycle{QueryID: q, PartitionID: c.PartitionID, Ack: ptr(of(c, r, "m1", ports.AckCompleted)), ReleaseLease: true})
 	k.popNone(req("in"))
+}
+
+// testStreamCursorOnly: a completed ack on a partition the group has no cursor on
+// (never popped there) inserts one at the acked message, without a lease (streams.md
+// §3.2, 6.5); an ack of a message the partition does not hold, or naming a lease, still
+// rolls back.
+func testStreamCursorOnly(k kit) {
+	q := k.register("q", "h", false).Query.ID
+	r := k.push("in", "p", "m0", "m1", "m2")
+	missing := item(r.PartitionID, "", "nope", ports.AckCompleted)
+	missing.Group = "g"
+	k.refused(ports.Cycle{QueryID: q, PartitionID: r.PartitionID, Ack: &missing, ReleaseLease: true}, "Message not found")
+	leased := item(r.PartitionID, newLease(), "m1", ports.AckCompleted)
+	leased.Group = "g"
+	k.refused(ports.Cycle{QueryID: q, PartitionID: r.PartitionID, Ack: &leased, ReleaseLease: true}, "Invalid or expired lease")
+	ack := item(r.PartitionID, "", "m1", ports.AckCompleted)
+	ack.Group = "g"
+	res := k.cycle(ports.Cycle{QueryID: q, PartitionID: r.PartitionID, Ack: &ack, ReleaseLease: true})
+	if !res.Ack.OK {
+		k.t.Fatalf("ack without a cursor: %+v", res.Ack)
+	}
+	wantSpan(k.t, k.popOne(req("in", group("g"))), 2, 2, 1) // after the acked message, no lease in the way
+	wantSpan(k.t, k.popOne(req("in")), 0, 2, 1)             // other groups are untouched
 }
 
 func testStreamKeepLease(k kit) {
