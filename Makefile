@@ -8,7 +8,7 @@ STATICCHECK := $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 QUEEN_BENCH_SECONDS ?= 10
 export QUEEN_BENCH_SECONDS
 
-.PHONY: all build lambda run test check wire-check bench bench-consume bench-ack bench-restart bench-pipeline bench-pinned bench-allocator bench-hotlist bench-admin bench-retention faults soak generate vet clean
+.PHONY: all build lambda run test check wire-check bench bench-consume bench-ack bench-restart bench-pipeline bench-pinned bench-allocator bench-rtt bench-hotlist bench-admin bench-retention faults soak generate vet clean
 
 all: build
 
@@ -92,6 +92,10 @@ bench-allocator: build
 # script; docs/benchmarks.md). About 15 minutes on 2 cores.
 bench-hotlist: build
 	./scripts/bench-hotlist.sh
+
+# What a loopback round trip costs its writer, answered on the same CPU and on the other.
+bench-rtt: build
+	./scripts/bench-rtt.sh
 
 # The admin API's list routes timed on a database with many queues and partitions, and
 # pushes with a dashboard polling them against pushes alone (docs/benchmarks.md).

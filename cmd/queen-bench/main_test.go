@@ -81,6 +81,13 @@ func TestRunExitCodes(t *testing.T) {
 		{"floor bad address", func(*testing.T) []string {
 			return []string{"floor", "-addr", "256.0.0.1:0"}
 		}, 2, "floor"},
+		{"rtt serves until its duration ends", func(*testing.T) []string {
+			return []string{"rtt", "-serve", "127.0.0.1:0", "-duration", "100ms"}
+		}, 0, "rtt: serving 127.0.0.1:"},
+		{"rtt needs a role", func(*testing.T) []string { return []string{"rtt"} }, 2, "either -serve"},
+		{"rtt with nobody listening", func(*testing.T) []string {
+			return []string{"rtt", "-addr", "127.0.0.1:1", "-n", "10"}
+		}, 2, "rtt:"},
 		{"soak shorter than its warm-up", func(t *testing.T) []string {
 			return []string{"soak", "-url", "http://127.0.0.1:1", "-duration", "1m", "-warmup", "5m",
 				"-csv", filepath.Join(t.TempDir(), "soak.csv")}

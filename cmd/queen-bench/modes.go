@@ -14,6 +14,7 @@ import (
 
 	"github.com/queen-go/queen/adapters/httpapi"
 	"github.com/queen-go/queen/bench/floor"
+	"github.com/queen-go/queen/bench/rtt"
 	"github.com/queen-go/queen/bench/load"
 	"github.com/queen-go/queen/bench/report"
 	"github.com/queen-go/queen/bench/verify"
@@ -54,7 +55,49 @@ func (m *modeFlags) summary(s load.Summary, err error) (int, error) {
 var modes = map[string]func(ctx context.Context, m *modeFlags) func() (int, error){
 	"push": pushMode, "consume": consumeMode, "latency": latencyMode, "pipeline": pipelineMode, "verify": verifyMode,
 	"prefill": prefillMode, "idle": idleMode, "rss": rssMode, "report": reportMode, "floor": floorMode,
-	"soak": soakMode,
+	"soak": soakMode, "rtt": rttMode,
+}
+
+// rttMode serves (-serve) or measures (-addr) loopback round trips (bench/rtt): what
+// one write and its short answer cost the writing process on this machine.
+func rttMode(ctx context.Context, m *modeFlags) func() (int, error) {
+	var serve, addr string
+	var n, size int
+	var d time.Duration
+	m.fs.StringVar(&serve, "serve", "", "answer round trips at this address until interrupted or -duration ends (port 0: a free port, printed)")
+	m.fs.StringVar(&addr, "addr", "", "measure round trips to the server at this address")
+	m.fs.IntVar(&n, "n", 20000, "round trips to measure")
+	m.fs.IntVar(&size, "size", 4096, "request size, bytes (the answer is 64 bytes)")
+	m.fs.DurationVar(&d, "duration", 0, "with -serve: serve this long (0: until interrupted)")
+	return func() (int, error) {
+		switch {
+		case serve != "" && addr == "":
+			ln, err := net.Listen("tcp", serve)
+			if err != nil {
+				return 2, err
+			}
+			fmt.Fprintf(m.common.Out, "rtt: serving %s (pid %d), %d-byte requests\n", ln.Addr(), os.Getpid(), size)
+			if d > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, d)
+				defer cancel()
+			}
+			go func() { <-ctx.Done(); ln.Close() }()
+			if err := rtt.Serve(ln, size); err != nil {
+				return 2, err
+			}
+			return 0, nil
+		case addr != "" && serve == "":
+			r, err := rtt.Measure(addr, n, size)
+			if err != nil {
+				return 2, err
+			}
+			fmt.Fprintln(m.common.Out, "rtt:", r)
+			return 0, nil
+		default:
+			return 2, errors.New("rtt: give either -serve ADDRESS or -addr ADDRESS")
+		}
+	}
 }
 
 func pushMode(ctx context.Context, m *modeFlags) func() (int, error) {
