@@ -14,9 +14,9 @@ import (
 
 	"github.com/queen-go/queen/adapters/httpapi"
 	"github.com/queen-go/queen/bench/floor"
-	"github.com/queen-go/queen/bench/rtt"
 	"github.com/queen-go/queen/bench/load"
 	"github.com/queen-go/queen/bench/report"
+	"github.com/queen-go/queen/bench/rtt"
 	"github.com/queen-go/queen/bench/verify"
 )
 
