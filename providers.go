@@ -276,7 +276,7 @@ func ProvideHandler(p *push.Service, c *consume.Service, m *maintenance.Flags, q
 	prom := metrics.Handler(metrics.Sources{
 		Fusion: b.Stats, Push: p.Stats, PushLimit: limiter.Limit, Consume: c.Stats,
 		Pool:      store.PoolStat,
-		DBCommits: store.Commits, Maintenance: m.Push, PopMaintenance: m.Pop, Spool: d.Status,
+		DBCommits: store.Commits, OldestXact: store.OldestXactAge, Maintenance: m.Push, PopMaintenance: m.Pop, Spool: d.Status,
 		Hotlist: hot.Stats, Peers: mesh.Stats, Parked: waker.Parked, Retention: ret.Stats, Requests: requests,
 	})
 	return httpapi.New(httpapi.Services{Push: p, DB: store, Consume: c, Queues: qs, Maintenance: m, Buffers: d.Status,

@@ -33,6 +33,9 @@ type Sources struct {
 	Pool func() PoolStat
 	// DBCommits, when set, reads the database's committed transactions (all clients).
 	DBCommits func(context.Context) (int64, error)
+	// OldestXact, when set, reads the age of the database's oldest transaction that
+	// holds back vacuum (faults.md F8).
+	OldestXact func(context.Context) (time.Duration, error)
 	// Maintenance and PopMaintenance report push and pop maintenance; Spool the spool's
 	// pending and failed records and whether the drain reaches the database.
 	Maintenance    func() bool
@@ -79,7 +82,16 @@ func newRegistry(src Sources) *prometheus.Registry {
 		registerPool(reg, src.Pool)
 	}
 	if src.DBCommits != nil {
-		reg.MustRegister(dbCommits{src.DBCommits})
+		reg.MustRegister(dbReading{dbCommitsDesc, prometheus.CounterValue, func(ctx context.Context) (float64, error) {
+			n, err := src.DBCommits(ctx)
+			return float64(n), err
+		}})
+	}
+	if src.OldestXact != nil {
+		reg.MustRegister(dbReading{oldestXactDesc, prometheus.GaugeValue, func(ctx context.Context) (float64, error) {
+			d, err := src.OldestXact(ctx)
+			return d.Seconds(), err
+		}})
 	}
 	if src.Parked != nil {
 		gauge("queen_pop_parked", "Long-poll pops parked now, waiting for a commit or their re-check.",

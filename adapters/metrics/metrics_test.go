@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/queen-go/queen/core/drain"
 	"github.com/queen-go/queen/core/fusion"
@@ -51,6 +52,7 @@ var ownFamilies = map[string]string{
 	"queen_db_pool_acquire_seconds_total":      "counter",
 	"queen_db_pool_acquire_wait_seconds_total": "counter",
 	"queen_db_commits_total":                   "counter",
+	"queen_pg_oldest_xact_age_seconds":         "gauge",
 	"queen_pop_parked":                         "gauge",
 	"queen_pop_maintenance_mode_enabled":       "gauge",
 	"queen_file_buffer_failed_files":           "gauge",
@@ -166,6 +168,7 @@ func TestReadings(t *testing.T) {
 		{"queen_db_pool_acquire_seconds_total", nil, 1.5},
 		{"queen_db_pool_acquire_wait_seconds_total", nil, 0.25},
 		{"queen_db_commits_total", nil, 1234},
+		{"queen_pg_oldest_xact_age_seconds", nil, 90},
 		{"queen_pop_parked", nil, 4},
 		{"queen_maintenance_mode_enabled", nil, 0},
 		{"queen_pop_maintenance_mode_enabled", nil, 1},
@@ -189,15 +192,16 @@ func TestReadings(t *testing.T) {
 }
 
 // TestOptionalSources: the required sources alone make a valid scrape without the
-// optional families; an unreadable database leaves queen_db_commits_total out rather
-// than report a value a counter cannot take.
+// optional families; an unreadable database leaves queen_db_commits_total and the
+// oldest transaction's age out rather than report a value they cannot take.
 func TestOptionalSources(t *testing.T) {
 	t.Parallel()
 	src := Sources{
-		Fusion:    func() fusion.Stats { return fusion.Stats{} },
-		Push:      func() push.Stats { return push.Stats{} },
-		PushLimit: func() int { return 1 },
-		DBCommits: func(context.Context) (int64, error) { return 0, errors.New("connection refused") },
+		Fusion:     func() fusion.Stats { return fusion.Stats{} },
+		Push:       func() push.Stats { return push.Stats{} },
+		PushLimit:  func() int { return 1 },
+		DBCommits:  func(context.Context) (int64, error) { return 0, errors.New("connection refused") },
+		OldestXact: func(context.Context) (time.Duration, error) { return 0, errors.New("connection refused") },
 	}
 	e := scrape(t, Handler(src))
 	for _, name := range []string{"queen_process_push_requests_total", "queen_fusion_commits_total", "queen_admission_budget"} {
@@ -205,7 +209,7 @@ func TestOptionalSources(t *testing.T) {
 			t.Errorf("required family %s is missing", name)
 		}
 	}
-	for _, name := range []string{"queen_db_commits_total", "queen_db_pool_size", "queen_process_pop_requests_total",
+	for _, name := range []string{"queen_db_commits_total", "queen_pg_oldest_xact_age_seconds", "queen_db_pool_size", "queen_process_pop_requests_total",
 		"queen_file_buffer_pending", "queen_pop_parked", "queen_hotlist_rings", "queen_retention_cycles_total",
 		"queen_http_requests_total"} {
 		if _, ok := e.value(name, nil); ok {

@@ -40,26 +40,32 @@ func registerPool(reg prometheus.Registerer, read func() PoolStat) {
 	reg.MustRegister(c)
 }
 
-// dbCommits exports queen_db_commits_total from the database's statistics. A scrape
-// that cannot read them omits the series (a counter must not jump to a placeholder:
-// rate() would read the jump as a reset).
-type dbCommits struct {
-	read func(context.Context) (int64, error)
+// dbReading exports one figure read from the database at each scrape. A scrape that
+// cannot read it omits the series (a counter must not jump to a placeholder: rate()
+// would read the jump as a reset; a gauge's gap says "unknown" better than a zero).
+type dbReading struct {
+	desc *prometheus.Desc
+	kind prometheus.ValueType
+	read func(context.Context) (float64, error)
 }
 
-var dbCommitsDesc = prometheus.NewDesc("queen_db_commits_total",
-	"Transactions committed in the broker's PostgreSQL database by every client (pg_stat_database.xact_commit); absent when unreadable.", nil, nil)
+var (
+	dbCommitsDesc = prometheus.NewDesc("queen_db_commits_total",
+		"Transactions committed in the broker's PostgreSQL database by every client (pg_stat_database.xact_commit); absent when unreadable.", nil, nil)
+	oldestXactDesc = prometheus.NewDesc("queen_pg_oldest_xact_age_seconds",
+		"Age of the oldest transaction holding back vacuum in the broker's PostgreSQL database (any client; 0: none); absent when unreadable. Dead tuples of the hot tables grow behind it: alert when it stays above a few minutes.", nil, nil)
+)
 
-func (c dbCommits) Describe(ch chan<- *prometheus.Desc) { ch <- dbCommitsDesc }
+func (c dbReading) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
 
-func (c dbCommits) Collect(ch chan<- prometheus.Metric) {
+func (c dbReading) Collect(ch chan<- prometheus.Metric) {
 	// A scrape must not hang on a stalled database: Prometheus' own scrape timeout is
 	// 10 s by default.
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	n, err := c.read(ctx)
+	v, err := c.read(ctx)
 	if err != nil {
 		return
 	}
-	ch <- prometheus.MustNewConstMetric(dbCommitsDesc, prometheus.CounterValue, float64(n))
+	ch <- prometheus.MustNewConstMetric(c.desc, c.kind, v)
 }

@@ -186,6 +186,7 @@ func fullSources() Sources {
 		},
 		Pool:           func() PoolStat { return poolStat{} },
 		DBCommits:      func(context.Context) (int64, error) { return 1234, nil },
+		OldestXact:     func(context.Context) (time.Duration, error) { return 90 * time.Second, nil },
 		Maintenance:    func() bool { return false },
 		PopMaintenance: func() bool { return true },
 		Spool: func() drain.Status {

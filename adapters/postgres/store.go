@@ -226,6 +226,22 @@ func translate(op string, err error) error {
 	return fmt.Errorf("postgres: %s: %w: %w", op, ports.ErrUnavailable, err)
 }
 
+// OldestXactAge is how long the oldest transaction that holds back vacuum's horizon in
+// this database (one with an xid or a snapshot, of any client but this call) has been
+// open, 0 when there is none (pg_stat_activity). Such a transaction keeps every dead
+// tuple younger than it, so the hot tables' dead tuples grow behind it (faults.md F8).
+// A role without pg_read_all_stats sees only its own sessions' start times.
+func (s *Store) OldestXactAge(ctx context.Context) (time.Duration, error) {
+	var secs float64
+	err := s.run(ctx, "oldest transaction", func(ctx context.Context, c *pgxpool.Conn) error {
+		return c.QueryRow(ctx, `SELECT coalesce(extract(epoch FROM clock_timestamp() - min(xact_start)), 0)::float8
+			FROM pg_stat_activity
+			WHERE datname = current_database() AND pid <> pg_backend_pid()
+			  AND (backend_xid IS NOT NULL OR backend_xmin IS NOT NULL)`).Scan(&secs)
+	})
+	return time.Duration(secs * float64(time.Second)), err
+}
+
 // Commits returns PostgreSQL's count of committed transactions in this database
 // (pg_stat_database.xact_commit, every client's, flushed by each backend about once a
 // second): operators and the load tool derive commits/s from it.

@@ -310,3 +310,39 @@ func TestEnsureSchema(t *testing.T) {
 		})
 	}
 }
+
+// TestOldestXactAge: a transaction that holds an xid (faults.md F8: BEGIN; SELECT
+// txid_current(); then idle) shows in the age until it ends.
+func TestOldestXactAge(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newStore(t, Options{PoolSize: 4})
+	// poll waits up to 15 s for the age to satisfy ok.
+	poll := func(what string, ok func(time.Duration) bool) {
+		t.Helper()
+		var age time.Duration
+		for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+			var err error
+			if age, err = s.OldestXactAge(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if ok(age) {
+				return
+			}
+		}
+		t.Fatalf("%s: the oldest transaction's age is still %v", what, age)
+	}
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck // committed below
+	if _, err := tx.Exec(ctx, `SELECT txid_current()`); err != nil {
+		t.Fatal(err)
+	}
+	poll("with a transaction held open", func(d time.Duration) bool { return d >= time.Second })
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	poll("after it committed", func(d time.Duration) bool { return d < time.Second })
+}
