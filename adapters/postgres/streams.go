@@ -256,7 +256,8 @@ func pushCycle(ctx context.Context, tx pgx.Tx, c ports.Cycle) ([]ports.SegmentRe
 // no lease, taken under the partition's KEY SHARE lock as a pop's first contact takes it
 // (retention trims only partitions whose cursors it can lock). A message the partition
 // does not hold, an ack naming a lease (no cursor holds one) or another status (a
-// dead-letter ack needs the group's cursor) is refused. It reports false without a refusal when a pop inserted the cursor first.
+// dead-letter ack needs the group's cursor) is refused. It reports false without a
+// refusal when a pop inserted the cursor first.
 func cursorOnly(ctx context.Context, tx pgx.Tx, it ports.AckItem) (bool, *ports.RollbackError, error) {
 	var off pgtype.Int8
 	// p_after -1: every retained hash row of the partition, whatever its age.
