@@ -448,7 +448,8 @@ func TestFaultF20ColdPartitionStorm(t *testing.T) {
 // TestFaultF8LongTransaction: a session holds its snapshot (BEGIN; SELECT
 // txid_current(); then idle) while the load runs, so vacuum cannot remove what the
 // broker's updates leave behind. Informational, as faults.md's row: nothing may fail,
-// and the row reports how pop-to-ack latency and the hot tables' dead tuples moved.
+// the row reports how pop-to-ack latency and the hot tables' dead tuples moved, and the
+// broker's queen_pg_oldest_xact_age_seconds must show the transaction.
 func TestFaultF8LongTransaction(t *testing.T) {
 	fullOnly(t)
 	hold := 2 * time.Minute // faults.md: 10 min; 2 keep the matrix within half an hour
@@ -474,14 +475,21 @@ func TestFaultF8LongTransaction(t *testing.T) {
 			defer cancel()
 			held := make(chan error, 1)
 			go func() { held <- holdSnapshot(ctx, f.db, hold) }()
-			time.Sleep(hold)
+			// Halfway, the broker's gauge must show the transaction (faults.md's row asks
+			// for one): about hold/2 old, at least a quarter of hold.
+			time.Sleep(hold / 2)
+			age, err := f.broker.metric(context.Background(), "queen_pg_oldest_xact_age_seconds")
+			if err != nil || age < (hold/4).Seconds() {
+				t.Errorf("queen_pg_oldest_xact_age_seconds %.1f (%v) %v into the hold, want at least %v", age, err, hold/2, hold/4)
+			}
+			time.Sleep(hold - hold/2)
 			during, _ := p99(mark)
 			dead1 := dead()
 			if err := <-held; err != nil {
 				t.Error(err)
 			}
-			t.Logf("F8: pop-to-ack p99 %v before, %v while the snapshot was held; dead tuples of log_partitions and log_consumers %d -> %d",
-				before.Round(time.Millisecond), during.Round(time.Millisecond), dead0, dead1)
+			t.Logf("F8: pop-to-ack p99 %v before, %v while the snapshot was held; dead tuples of log_partitions and log_consumers %d -> %d; queen_pg_oldest_xact_age_seconds %.0f halfway",
+				before.Round(time.Millisecond), during.Round(time.Millisecond), dead0, dead1, age)
 			return 0
 		}})
 }
