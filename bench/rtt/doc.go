@@ -1,5 +1,5 @@
 // Package rtt measures what one TCP round trip over loopback costs the process that
-// writes: the CPU (user and system, getrusage) and the wall time per round trip of a
+// writes: the CPU (user and system, from /proc: bench/load's ProcessCPU) and the wall time per round trip of a
 // request of Size bytes answered with 64 bytes, the shape of the broker's bundle call to
 // PostgreSQL (one write, one short answer).
 //

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"syscall"
+	"os"
 	"time"
+
+	"github.com/queen-go/queen/bench/load"
 )
 
 // answerBytes is the size of the server's answer to each request.
@@ -67,7 +69,7 @@ func Measure(addr string, n, size int) (Result, error) {
 	}
 	defer c.Close()
 	req, ans := make([]byte, size), make([]byte, answerBytes)
-	cpu0, err := processCPU()
+	cpu0, err := load.ProcessCPU(os.Getpid())
 	if err != nil {
 		return Result{}, err
 	}
@@ -81,18 +83,9 @@ func Measure(addr string, n, size int) (Result, error) {
 		}
 	}
 	wall := time.Since(t0)
-	cpu1, err := processCPU()
+	cpu1, err := load.ProcessCPU(os.Getpid())
 	if err != nil {
 		return Result{}, err
 	}
 	return Result{RoundTrips: n, CPU: (cpu1 - cpu0) / time.Duration(n), Wall: wall / time.Duration(n)}, nil
-}
-
-// processCPU is this process's user and system CPU so far.
-func processCPU() (time.Duration, error) {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0, fmt.Errorf("rtt: getrusage: %w", err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), nil
 }
