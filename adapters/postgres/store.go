@@ -64,6 +64,12 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	cfg.MaxConns = int32(opts.PoolSize)
 	cc := cfg.ConnConfig
 	cc.RuntimeParams["application_name"] = opts.ApplicationName
+	// Whatever the database or role default says (legacy databases still carry off): with
+	// off, a backslash in a string literal is an escape character, and the SQL text the
+	// admin queries' builder (bun) writes escapes only quotes. Every connection of the
+	// broker comes from this config: the pool, the database/sql handle on it (DB), the
+	// LISTEN connection (a copy) and the drain job's store.
+	cc.RuntimeParams["standard_conforming_strings"] = "on"
 	// Safety net only: the client-side deadline fires first and cancels the statement.
 	cc.RuntimeParams["statement_timeout"] = strconv.FormatInt((opts.StatementTimeout + 2*time.Second).Milliseconds(), 10)
 	cc.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {

@@ -221,3 +221,33 @@ func PostmasterPID() int {
 	}
 	return cluster.server.PID()
 }
+
+// NewDatabaseWith is NewDatabase with per-database defaults (ALTER DATABASE ... SET name =
+// value, in pairs: "standard_conforming_strings", "off"): every session the test opens on it
+// starts with them, unless it sets its own. A test uses it to reproduce a database whose
+// settings differ from the server's defaults, as legacy databases' do.
+func NewDatabaseWith(t testing.TB, settings ...string) string {
+	t.Helper()
+	if len(settings)%2 != 0 {
+		t.Fatalf("pgtest: NewDatabaseWith: settings come in name, value pairs: %q", settings)
+	}
+	dbURL := NewDatabase(t)
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatalf("pgtest: %v", err)
+	}
+	defer conn.Close(context.Background())
+	db := pgx.Identifier{conn.Config().Database}.Sanitize()
+	for i := 0; i < len(settings); i += 2 {
+		// SET takes no bound parameter: the value is an escape-string literal, correct
+		// whatever this session's standard_conforming_strings is.
+		value := strings.NewReplacer(`\`, `\\`, `'`, `''`).Replace(settings[i+1])
+		stmt := "ALTER DATABASE " + db + " SET " + pgx.Identifier{settings[i]}.Sanitize() + " = E'" + value + "'"
+		if _, err := conn.Exec(ctx, stmt); err != nil {
+			t.Fatalf("pgtest: %s: %v", stmt, err)
+		}
+	}
+	return dbURL
+}

@@ -125,3 +125,20 @@ func TestWithDatabase(t *testing.T) {
 		})
 	}
 }
+
+func TestNewDatabaseWithSetsDefaults(t *testing.T) {
+	t.Parallel()
+	conn := connect(t, NewDatabaseWith(t, "standard_conforming_strings", "off", "application_name", `it's a \ test`))
+	defer conn.Close(context.Background())
+	if got := queryString(t, conn, "SHOW standard_conforming_strings"); got != "off" {
+		t.Errorf("standard_conforming_strings = %q, want off", got)
+	}
+	if got := queryString(t, conn, "SELECT current_setting('application_name')"); got != `it's a \ test` {
+		t.Errorf("application_name = %q", got)
+	}
+	other := connect(t, NewDatabase(t))
+	defer other.Close(context.Background())
+	if got := queryString(t, other, "SHOW standard_conforming_strings"); got != "on" {
+		t.Errorf("a plain database has standard_conforming_strings = %q, want on", got)
+	}
+}
