@@ -29,7 +29,9 @@ $$;
 -- log_group_from_v1 returns the instant a named group's cursors are seeded from on the
 -- queue (NULL = from the start), recording the group's durable subscription on its first
 -- contact. The insert is guarded by a non-blocking advisory try-lock: a caller that
--- loses the race uses the value it computed without waiting for the winner's commit.
+-- loses the race uses the value it computed without waiting for the winner's commit,
+-- which can differ from the recorded one (log_group_from_v2 closes that; v1 stays for
+-- the log_pop_v2 bodies of older brokers sharing the database).
 CREATE OR REPLACE FUNCTION queen.log_group_from_v1(p_queue_id uuid, p_group text, p_mode text, p_from timestamptz)
 RETURNS timestamptz
 LANGUAGE plpgsql AS $$
@@ -46,6 +48,41 @@ BEGIN
         INSERT INTO queen.consumer_groups (queue_id, name, subscription_mode, subscribed_from)
         VALUES (p_queue_id, p_group, p_mode, v_from)
         ON CONFLICT (queue_id, name) DO NOTHING;
+    END IF;
+    RETURN v_from;
+END
+$$;
+
+-- log_group_from_v2 is log_group_from_v1 with one answer more: 'infinity' when another
+-- transaction is recording the group's subscription on the queue at this moment (it
+-- holds the advisory lock and its row is not committed yet). The caller then seeds no
+-- cursor of the group on the queue in this call: a value of its own would differ from the
+-- one the other transaction records, and a cursor seeded from a later instant than the
+-- recorded one skips the messages stored between the two, for good. The other
+-- transaction commits within its pop, and the next pop reads the recorded value. After a
+-- lost insert race (ON CONFLICT: the row was committed in between) the recorded value is
+-- read back, for the same reason.
+CREATE OR REPLACE FUNCTION queen.log_group_from_v2(p_queue_id uuid, p_group text, p_mode text, p_from timestamptz)
+RETURNS timestamptz
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_from timestamptz;
+BEGIN
+    SELECT subscribed_from INTO v_from FROM queen.consumer_groups
+     WHERE queue_id = p_queue_id AND name = p_group;
+    IF FOUND THEN
+        RETURN v_from;
+    END IF;
+    IF NOT pg_try_advisory_xact_lock(hashtextextended('queen.group:' || p_queue_id::text || ':' || p_group, 0)) THEN
+        RETURN 'infinity';
+    END IF;
+    v_from := CASE p_mode WHEN 'new' THEN clock_timestamp() WHEN 'timestamp' THEN p_from ELSE NULL END;
+    INSERT INTO queen.consumer_groups (queue_id, name, subscription_mode, subscribed_from)
+    VALUES (p_queue_id, p_group, p_mode, v_from)
+    ON CONFLICT (queue_id, name) DO NOTHING;
+    IF NOT FOUND THEN
+        SELECT subscribed_from INTO v_from FROM queen.consumer_groups
+         WHERE queue_id = p_queue_id AND name = p_group;
     END IF;
     RETURN v_from;
 END
@@ -160,7 +197,7 @@ BEGIN
     -- consumer started before the producer) must still make the group read everything
     -- pushed after it, in partitions that do not exist yet.
     IF NOT v_queue_mode THEN
-        SELECT array_agg(queen.log_group_from_v1(u.qid, p_group, p_sub_mode, p_sub_from) ORDER BY u.ord)
+        SELECT array_agg(queen.log_group_from_v2(u.qid, p_group, p_sub_mode, p_sub_from) ORDER BY u.ord)
           INTO v_froms FROM unnest(p_queue_ids) WITH ORDINALITY AS u(qid, ord);
     END IF;
 
@@ -274,6 +311,9 @@ BEGIN
                 v_committed := p.log_start - 1;
                 IF NOT v_queue_mode THEN
                     v_from := v_froms[array_position(p_queue_ids, p.queue_id)];
+                    -- Another pop is recording the group's subscription right now
+                    -- (log_group_from_v2): busy until it commits.
+                    EXIT try WHEN v_from = 'infinity';
                     IF v_from IS NOT NULL THEN
                         SELECT greatest(s.base_offset + s.msg_count - 1, p.log_start - 1) INTO v_committed
                           FROM queen.log_segments s

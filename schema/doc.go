@@ -49,6 +49,10 @@
 //     on a row estimate). Items naming the delivered span in offset order (the usual
 //     ack of a whole pop) pair as they come, and a call completing a whole span of its
 //     live lease is answered without per-item statements.
+//     A named group's first contact with a queue records its subscription once
+//     (log_group_from_v2); every cursor of the group on the queue is seeded from that
+//     record, so a group of mode new reads every message committed after it, and a push
+//     still committing at that instant lies above the seeded cursor and is read too.
 //
 //   - log_pending_v1 (006_hotlist.sql): the hot-list's reseed, a keyset page of a
 //     (queue, group)'s partitions with probable work, read through the

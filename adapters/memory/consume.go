@@ -88,7 +88,7 @@ func (sub subscription) seedOffset(p *partition) int64 {
 func consumerKey(partitionID, group string) string { return partitionID + "\x1f" + group }
 
 // subscribe returns the group's subscription to q, recording it at first contact (an
-// unknown mode means all, as in log_group_from_v1). Callers hold s.mu.
+// unknown mode means all, as in log_group_from_v2). Callers hold s.mu.
 func (s *Store) subscribe(q *queue, group, mode string, from, now time.Time) subscription {
 	if sub, ok := q.groups[group]; ok {
 		return sub
