@@ -75,12 +75,13 @@ func (a *api) handleDeadLetters(w http.ResponseWriter, r *http.Request) {
 		writeError(w, a.opts.Logger, err)
 		return
 	}
-	dls, err := a.Queues.DeadLetters(r.Context(), a.opts.Tenant, f)
+	page, err := a.Queues.DeadLetters(r.Context(), a.opts.Tenant, f)
 	if err != nil {
 		writeError(w, a.opts.Logger, err)
 		return
 	}
-	out := deadLettersResponse{Messages: make([]deadLetter, len(dls)), Pagination: pagination{f.Limit, f.Offset}, Total: len(dls)}
+	dls := page.Letters
+	out := deadLettersResponse{Messages: make([]deadLetter, len(dls)), Pagination: pagination{page.Limit, page.Offset}, Total: len(dls)}
 	for i, d := range dls {
 		m := deadLetter{
 			ID: d.ID, TransactionID: d.TransactionID, PartitionID: d.PartitionID, Queue: d.Queue,

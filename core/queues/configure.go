@@ -38,39 +38,63 @@ const (
 	MaxRetentionSinkHoldMaxSeconds = 31536000
 )
 
+// MaxDelaySeconds (one year, as for a lease extension) bounds the options that hold a
+// message back or keep it leased: leaseTime, delayedProcessing and windowBuffer.
+const MaxDelaySeconds = 365 * 24 * 3600
+
+// bounds is the range of an integer option. A value outside it is refused with an
+// *InputError naming the option, or clamped into it when clamp is set (the two
+// options Queen clamps, api.md §5.6). Every bound lies within the int32 column.
+type bounds struct {
+	lo, hi int
+	clamp  bool
+}
+
+var (
+	any32    = bounds{lo: math.MinInt32, hi: math.MaxInt32}
+	natural  = bounds{lo: 0, hi: math.MaxInt32}   // counts, and durations where 0 means none or off
+	delay    = bounds{lo: 0, hi: MaxDelaySeconds} // 0: off
+	lease    = bounds{lo: 1, hi: MaxDelaySeconds} // 0 would make every lease born expired
+	popWait  = bounds{lo: 0, hi: MaxMinPopWaitTime, clamp: true}
+	dedupWin = bounds{lo: 0, hi: math.MaxInt32, clamp: true}
+	sinkMax  = bounds{lo: MinRetentionSinkHoldMaxSeconds, hi: MaxRetentionSinkHoldMaxSeconds}
+	notInt   = bounds{} // string and boolean options
+)
+
 var sinkHold = regexp.MustCompile(`^[A-Za-z0-9._-]{0,64}$`)
 
-// option describes one configuration option: its wire name, its bit, and where its value
-// lives in a QueueConfig (a *string, *int or *bool).
+// option describes one configuration option: its wire name, its bit, where its value
+// lives in a QueueConfig (a *string, *int or *bool) and, for an integer, its bounds.
 type option struct {
 	name  string
 	bit   ports.QueueOption
 	field func(*ports.QueueConfig) any
+	b     bounds
 }
 
 // Options lists the 21 options in the order of api.md §5.6.
 var options = []option{
-	{"namespace", ports.OptNamespace, func(c *ports.QueueConfig) any { return &c.Namespace }},
-	{"task", ports.OptTask, func(c *ports.QueueConfig) any { return &c.Task }},
-	{"priority", ports.OptPriority, func(c *ports.QueueConfig) any { return &c.Priority }},
-	{"leaseTime", ports.OptLeaseTime, func(c *ports.QueueConfig) any { return &c.LeaseTime }},
-	{"retryLimit", ports.OptRetryLimit, func(c *ports.QueueConfig) any { return &c.RetryLimit }},
-	{"retryDelay", ports.OptRetryDelay, func(c *ports.QueueConfig) any { return &c.RetryDelay }},
-	{"maxSize", ports.OptMaxSize, func(c *ports.QueueConfig) any { return &c.MaxSize }},
-	{"ttl", ports.OptTTL, func(c *ports.QueueConfig) any { return &c.TTL }},
-	{"deadLetterQueue", ports.OptDeadLetterQueue, func(c *ports.QueueConfig) any { return &c.DeadLetterQueue }},
-	{"dlqAfterMaxRetries", ports.OptDLQAfterMaxRetries, func(c *ports.QueueConfig) any { return &c.DLQAfterMaxRetries }},
-	{"delayedProcessing", ports.OptDelayedProcessing, func(c *ports.QueueConfig) any { return &c.DelayedProcessing }},
-	{"windowBuffer", ports.OptWindowBuffer, func(c *ports.QueueConfig) any { return &c.WindowBuffer }},
-	{"retentionSeconds", ports.OptRetentionSeconds, func(c *ports.QueueConfig) any { return &c.RetentionSeconds }},
-	{"completedRetentionSeconds", ports.OptCompletedRetentionSeconds, func(c *ports.QueueConfig) any { return &c.CompletedRetentionSeconds }},
-	{"retentionEnabled", ports.OptRetentionEnabled, func(c *ports.QueueConfig) any { return &c.RetentionEnabled }},
-	{"encryptionEnabled", ports.OptEncryptionEnabled, func(c *ports.QueueConfig) any { return &c.EncryptionEnabled }},
-	{"maxWaitTimeSeconds", ports.OptMaxWaitTimeSeconds, func(c *ports.QueueConfig) any { return &c.MaxWaitTimeSeconds }},
-	{"minPopWaitTime", ports.OptMinPopWaitTime, func(c *ports.QueueConfig) any { return &c.MinPopWaitTime }},
-	{"dedupWindowSeconds", ports.OptDedupWindowSeconds, func(c *ports.QueueConfig) any { return &c.DedupWindowSeconds }},
-	{"retentionSinkHold", ports.OptRetentionSinkHold, func(c *ports.QueueConfig) any { return &c.RetentionSinkHold }},
-	{"retentionSinkHoldMaxSeconds", ports.OptRetentionSinkHoldMaxSeconds, func(c *ports.QueueConfig) any { return &c.RetentionSinkHoldMaxSeconds }},
+	{"namespace", ports.OptNamespace, func(c *ports.QueueConfig) any { return &c.Namespace }, notInt},
+	{"task", ports.OptTask, func(c *ports.QueueConfig) any { return &c.Task }, notInt},
+	{"priority", ports.OptPriority, func(c *ports.QueueConfig) any { return &c.Priority }, any32},
+	{"leaseTime", ports.OptLeaseTime, func(c *ports.QueueConfig) any { return &c.LeaseTime }, lease},
+	{"retryLimit", ports.OptRetryLimit, func(c *ports.QueueConfig) any { return &c.RetryLimit }, natural},
+	{"retryDelay", ports.OptRetryDelay, func(c *ports.QueueConfig) any { return &c.RetryDelay }, natural},
+	{"maxSize", ports.OptMaxSize, func(c *ports.QueueConfig) any { return &c.MaxSize }, natural},
+	{"ttl", ports.OptTTL, func(c *ports.QueueConfig) any { return &c.TTL }, natural},
+	{"deadLetterQueue", ports.OptDeadLetterQueue, func(c *ports.QueueConfig) any { return &c.DeadLetterQueue }, notInt},
+	{"dlqAfterMaxRetries", ports.OptDLQAfterMaxRetries, func(c *ports.QueueConfig) any { return &c.DLQAfterMaxRetries }, notInt},
+	{"delayedProcessing", ports.OptDelayedProcessing, func(c *ports.QueueConfig) any { return &c.DelayedProcessing }, delay},
+	{"windowBuffer", ports.OptWindowBuffer, func(c *ports.QueueConfig) any { return &c.WindowBuffer }, delay},
+	{"retentionSeconds", ports.OptRetentionSeconds, func(c *ports.QueueConfig) any { return &c.RetentionSeconds }, natural},
+	{"completedRetentionSeconds", ports.OptCompletedRetentionSeconds, func(c *ports.QueueConfig) any { return &c.CompletedRetentionSeconds }, natural},
+	{"retentionEnabled", ports.OptRetentionEnabled, func(c *ports.QueueConfig) any { return &c.RetentionEnabled }, notInt},
+	{"encryptionEnabled", ports.OptEncryptionEnabled, func(c *ports.QueueConfig) any { return &c.EncryptionEnabled }, notInt},
+	{"maxWaitTimeSeconds", ports.OptMaxWaitTimeSeconds, func(c *ports.QueueConfig) any { return &c.MaxWaitTimeSeconds }, natural},
+	{"minPopWaitTime", ports.OptMinPopWaitTime, func(c *ports.QueueConfig) any { return &c.MinPopWaitTime }, popWait},
+	{"dedupWindowSeconds", ports.OptDedupWindowSeconds, func(c *ports.QueueConfig) any { return &c.DedupWindowSeconds }, dedupWin},
+	{"retentionSinkHold", ports.OptRetentionSinkHold, func(c *ports.QueueConfig) any { return &c.RetentionSinkHold }, notInt},
+	{"retentionSinkHoldMaxSeconds", ports.OptRetentionSinkHoldMaxSeconds, func(c *ports.QueueConfig) any { return &c.RetentionSinkHoldMaxSeconds }, sinkMax},
 }
 
 // IsOption reports whether name is one of the 21 configuration options.
@@ -117,10 +141,10 @@ func (s *Service) Configure(ctx context.Context, tenant string, req Request) (po
 // new queue (defaults overlaid with the request) and the set of options an existing
 // queue takes from it. It returns an *InputError for a request it refuses.
 func Resolve(req Request) (ports.QueueConfig, ports.QueueOption, error) {
-	if req.Queue != "" { // the empty name is valid on configure (api.md §1)
-		if err := names.Check(req.Queue); err != nil {
-			return ports.QueueConfig{}, 0, inputErrorf("", "queue %v", err)
-		}
+	// Queen takes the empty name here (api.md §1), but no push or pop can name that
+	// queue (names.Check refuses it there too): it would only ever be an empty row.
+	if err := names.Check(req.Queue); err != nil {
+		return ports.QueueConfig{}, 0, inputErrorf("", "queue %v", err)
 	}
 	var set ports.QueueOption
 	switch req.Mode {
@@ -197,30 +221,23 @@ func (o option) checkString(v string) error {
 	return nil
 }
 
-// integer reads an integral JSON number that fits the int32 column, and applies the
-// option's clamping or range rule.
+// integer reads an integral JSON number and applies the option's bounds: refused
+// outside them, or clamped into them (never beyond the int32 column).
 func (o option) integer(raw json.RawMessage) (int, error) {
 	n := json.Number(bytes.TrimSpace(raw)) // a JSON number token: nothing to unquote
 	var f float64
 	if len(n) == 0 || !strings.ContainsRune("-0123456789", rune(n[0])) || !isIntegral(n, &f) {
 		return 0, inputErrorf(o.name, "option %s must be an integer, got %s", o.name, excerpt(raw))
 	}
-	if f < math.MinInt32 || f > math.MaxInt32 {
-		return 0, inputErrorf(o.name, "option %s must be between %d and %d, got %s", o.name, math.MinInt32, math.MaxInt32, n)
+	lo, hi := o.b.lo, o.b.hi
+	if o.b.clamp {
+		lo, hi = math.MinInt32, math.MaxInt32 // the column's range; the bounds clamp
 	}
-	v := int(f)
-	switch o.bit {
-	case ports.OptDedupWindowSeconds:
-		v = max(v, 0)
-	case ports.OptMinPopWaitTime:
-		v = min(max(v, 0), MaxMinPopWaitTime)
-	case ports.OptRetentionSinkHoldMaxSeconds:
-		if v < MinRetentionSinkHoldMaxSeconds || v > MaxRetentionSinkHoldMaxSeconds {
-			return 0, &InputError{Option: o.name, Invalid: true, Msg: fmt.Sprintf("option %s must be between %d and %d, got %d",
-				o.name, MinRetentionSinkHoldMaxSeconds, MaxRetentionSinkHoldMaxSeconds, v)}
-		}
+	if f < float64(lo) || f > float64(hi) {
+		return 0, &InputError{Option: o.name, Invalid: true, Msg: fmt.Sprintf("option %s must be between %d and %d, got %s",
+			o.name, lo, hi, n)}
 	}
-	return v, nil
+	return min(max(int(f), o.b.lo), o.b.hi), nil
 }
 
 // isIntegral reports whether n is a whole number (300, 3e2 and 300.0 are), storing it in f.

@@ -3,6 +3,7 @@ package queues
 import (
 	"encoding/json"
 	"errors"
+	"math"
 	"strings"
 	"testing"
 
@@ -51,8 +52,26 @@ func TestResolve(t *testing.T) {
 			func(c *ports.QueueConfig) { c.MinPopWaitTime = 60000 }},
 		{"sink hold max seconds upper bound", Request{Queue: "q", Options: opts("retentionSinkHoldMaxSeconds", "31536000")},
 			ports.OptRetentionSinkHoldMaxSeconds, func(c *ports.QueueConfig) { c.RetentionSinkHoldMaxSeconds = 31536000 }},
-		{"empty queue name", Request{Queue: "", Options: opts("priority", "1")}, ports.OptPriority,
-			func(c *ports.QueueConfig) { c.Priority = 1 }},
+		// The bounds hold their ends, and 0 stays valid where it means none or off.
+		{"zero is off or none", Request{Queue: "q", Options: opts("retryLimit", "0", "retryDelay", "0", "maxSize", "0",
+			"ttl", "0", "delayedProcessing", "0", "windowBuffer", "0", "retentionSeconds", "0",
+			"completedRetentionSeconds", "0", "maxWaitTimeSeconds", "0", "priority", "0")},
+			ports.OptRetryLimit | ports.OptRetryDelay | ports.OptMaxSize | ports.OptTTL | ports.OptDelayedProcessing |
+				ports.OptWindowBuffer | ports.OptRetentionSeconds | ports.OptCompletedRetentionSeconds |
+				ports.OptMaxWaitTimeSeconds | ports.OptPriority,
+			func(c *ports.QueueConfig) { c.RetryLimit, c.RetryDelay, c.TTL = 0, 0, 0 }},
+		{"leaseTime of one second", Request{Queue: "q", Options: opts("leaseTime", "1")}, ports.OptLeaseTime,
+			func(c *ports.QueueConfig) { c.LeaseTime = 1 }},
+		{"a year of lease, delay and window", Request{Queue: "q", Options: opts("leaseTime", "31536000",
+			"delayedProcessing", "31536000", "windowBuffer", "31536000")},
+			ports.OptLeaseTime | ports.OptDelayedProcessing | ports.OptWindowBuffer,
+			func(c *ports.QueueConfig) {
+				c.LeaseTime, c.DelayedProcessing, c.WindowBuffer = 31536000, 31536000, 31536000
+			}},
+		{"negative priority ranks below the default", Request{Queue: "q", Options: opts("priority", "-5")}, ports.OptPriority,
+			func(c *ports.QueueConfig) { c.Priority = -5 }},
+		{"counts up to the column", Request{Queue: "q", Options: opts("retryLimit", "2147483647", "maxSize", "2147483647")},
+			ports.OptRetryLimit | ports.OptMaxSize, func(c *ports.QueueConfig) { c.RetryLimit, c.MaxSize = math.MaxInt32, math.MaxInt32 }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -116,7 +135,23 @@ func TestResolveRejects(t *testing.T) {
 		{"int given a string", Request{Queue: "q", Options: opts("leaseTime", `"300"`)}, "leaseTime", false, "option leaseTime must be an integer"},
 		{"int given a fraction", Request{Queue: "q", Options: opts("retryLimit", "1.5")}, "retryLimit", false, "retryLimit must be an integer"},
 		{"int given a bool", Request{Queue: "q", Options: opts("ttl", "true")}, "ttl", false, "ttl must be an integer"},
-		{"int beyond int32", Request{Queue: "q", Options: opts("priority", "2147483648")}, "priority", false, "priority must be between"},
+		{"int beyond int32", Request{Queue: "q", Options: opts("priority", "2147483648")}, "priority", true, "priority must be between"},
+		{"empty queue name", Request{Queue: "", Options: opts("priority", "1")}, "", false, "queue must not be empty"},
+		{"leaseTime -1: every lease born expired", Request{Queue: "q", Options: opts("leaseTime", "-1")}, "leaseTime", true,
+			"option leaseTime must be between 1 and 31536000, got -1"},
+		{"leaseTime 0", Request{Queue: "q", Options: opts("leaseTime", "0")}, "leaseTime", true, "between 1 and 31536000"},
+		{"leaseTime above a year", Request{Queue: "q", Options: opts("leaseTime", "31536001")}, "leaseTime", true, "between 1 and 31536000"},
+		{"negative retryLimit", Request{Queue: "q", Options: opts("retryLimit", "-1")}, "retryLimit", true, "between 0 and 2147483647, got -1"},
+		{"negative retryDelay", Request{Queue: "q", Options: opts("retryDelay", "-1000")}, "retryDelay", true, "between 0 and"},
+		{"negative maxSize", Request{Queue: "q", Options: opts("maxSize", "-1")}, "maxSize", true, "between 0 and"},
+		{"negative ttl", Request{Queue: "q", Options: opts("ttl", "-3600")}, "ttl", true, "between 0 and"},
+		{"negative delayedProcessing", Request{Queue: "q", Options: opts("delayedProcessing", "-1")}, "delayedProcessing", true, "between 0 and 31536000"},
+		{"delayedProcessing above a year", Request{Queue: "q", Options: opts("delayedProcessing", "31536001")}, "delayedProcessing", true, "between 0 and 31536000"},
+		{"negative windowBuffer", Request{Queue: "q", Options: opts("windowBuffer", "-1")}, "windowBuffer", true, "between 0 and 31536000"},
+		{"negative retentionSeconds", Request{Queue: "q", Options: opts("retentionSeconds", "-1")}, "retentionSeconds", true, "between 0 and"},
+		{"negative completedRetentionSeconds", Request{Queue: "q", Options: opts("completedRetentionSeconds", "-1")}, "completedRetentionSeconds", true, "between 0 and"},
+		{"negative maxWaitTimeSeconds", Request{Queue: "q", Options: opts("maxWaitTimeSeconds", "-1")}, "maxWaitTimeSeconds", true, "between 0 and"},
+		{"clamped option beyond int32", Request{Queue: "q", Options: opts("dedupWindowSeconds", "1e12")}, "dedupWindowSeconds", true, "between -2147483648 and 2147483647"},
 		{"bool given a number", Request{Queue: "q", Options: opts("encryptionEnabled", "1")}, "encryptionEnabled", false, "encryptionEnabled must be true or false"},
 		{"string given a number", Request{Queue: "q", Options: opts("namespace", "5")}, "namespace", false, "namespace must be a string"},
 		{"namespace with a control character", Request{Queue: "q", Options: opts("task", `"a\u0007"`)}, "task", false, "task contains a control character"},
@@ -135,6 +170,28 @@ func TestResolveRejects(t *testing.T) {
 			}
 			if ie.Option != tt.option || ie.Invalid != tt.invalid || !strings.Contains(ie.Msg, tt.msgContains) {
 				t.Fatalf("error %+v, want option %q invalid %v and a message containing %q", ie, tt.option, tt.invalid, tt.msgContains)
+			}
+		})
+	}
+}
+
+// Every integer option has bounds, and its default lies within them (a default outside
+// would make "null" or replace store what an explicit value cannot).
+func TestOptionBounds(t *testing.T) {
+	t.Parallel()
+	d := Defaults("q")
+	for _, o := range options {
+		t.Run(o.name, func(t *testing.T) {
+			p, isInt := o.field(&d).(*int)
+			switch {
+			case !isInt && o.b != notInt:
+				t.Fatalf("bounds %+v on a non-integer option", o.b)
+			case !isInt:
+				return
+			case o.b.lo >= o.b.hi || o.b.lo < math.MinInt32 || o.b.hi > math.MaxInt32:
+				t.Fatalf("bounds %+v: want lo < hi within int32", o.b)
+			case *p < o.b.lo || *p > o.b.hi:
+				t.Fatalf("default %d outside %+v", *p, o.b)
 			}
 		})
 	}

@@ -11,7 +11,8 @@ import (
 	"github.com/queen-go/queen/ports"
 )
 
-// Page bounds of the dead-letter listing.
+// Page bounds of the dead-letter listing. A larger limit is clamped to the maximum,
+// as every admin listing's is: Queen's clients ask for big pages to drain.
 const (
 	DefaultDeadLetterLimit = 100
 	MaxDeadLetterLimit     = 10000
@@ -28,21 +29,30 @@ type DeadLetter struct {
 	Encrypted bool
 }
 
-// DeadLetters lists dead letters matching f, newest failure first.
-func (s *Service) DeadLetters(ctx context.Context, tenant string, f ports.DeadLetterFilter) ([]DeadLetter, error) {
-	if f.Limit < 0 || f.Limit > MaxDeadLetterLimit {
-		return nil, inputErrorf("limit", "limit must be between 0 and %d, got %d", MaxDeadLetterLimit, f.Limit)
+// DeadLetterPage is one page of dead letters with the paging applied to it.
+type DeadLetterPage struct {
+	Letters       []DeadLetter
+	Limit, Offset int
+}
+
+// DeadLetters lists dead letters matching f, newest failure first: a page of at most
+// MaxDeadLetterLimit (a larger f.Limit is clamped); a negative limit or offset is an
+// *InputError.
+func (s *Service) DeadLetters(ctx context.Context, tenant string, f ports.DeadLetterFilter) (DeadLetterPage, error) {
+	if f.Limit < 0 {
+		return DeadLetterPage{}, inputErrorf("limit", "limit must not be negative, got %d", f.Limit)
 	}
 	if f.Offset < 0 {
-		return nil, inputErrorf("offset", "offset must not be negative, got %d", f.Offset)
+		return DeadLetterPage{}, inputErrorf("offset", "offset must not be negative, got %d", f.Offset)
 	}
+	f.Limit = min(f.Limit, MaxDeadLetterLimit)
 	rows, err := s.store.DeadLetters(ctx, tenant, f)
 	if err != nil {
-		return nil, fmt.Errorf("dead letters: %w", err)
+		return DeadLetterPage{}, fmt.Errorf("dead letters: %w", err)
 	}
-	out := make([]DeadLetter, len(rows))
+	out := DeadLetterPage{Letters: make([]DeadLetter, len(rows)), Limit: f.Limit, Offset: f.Offset}
 	for i := range rows {
-		out[i] = s.decode(&rows[i])
+		out.Letters[i] = s.decode(&rows[i])
 	}
 	return out, nil
 }

@@ -2,8 +2,10 @@ package queues
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"log/slog"
+	"math"
 	"testing"
 
 	"github.com/queen-go/queen/core/envelope"
@@ -80,7 +82,6 @@ func TestDeadLettersRejectsBadPages(t *testing.T) {
 		option string
 	}{
 		{"negative limit", ports.DeadLetterFilter{Limit: -1}, "limit"},
-		{"limit above the maximum", ports.DeadLetterFilter{Limit: MaxDeadLetterLimit + 1}, "limit"},
 		{"negative offset", ports.DeadLetterFilter{Limit: 1, Offset: -1}, "offset"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -89,6 +90,46 @@ func TestDeadLettersRejectsBadPages(t *testing.T) {
 			var ie *InputError
 			if !errors.As(err, &ie) || ie.Option != tt.option {
 				t.Fatalf("error %v, want an *InputError about %s", err, tt.option)
+			}
+		})
+	}
+}
+
+// pageStore is a QueueAdmin that records the filter of a listing and answers no rows.
+type pageStore struct {
+	ports.QueueAdmin
+	got ports.DeadLetterFilter
+}
+
+func (p *pageStore) DeadLetters(_ context.Context, _ string, f ports.DeadLetterFilter) ([]ports.DeadLetter, error) {
+	p.got = f
+	return nil, nil
+}
+
+// A limit above the maximum is clamped, and the page says what was applied.
+func TestDeadLettersClampsTheLimit(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name      string
+		limit     int
+		wantLimit int
+	}{
+		{"zero", 0, 0},
+		{"the default", DefaultDeadLetterLimit, DefaultDeadLetterLimit},
+		{"the maximum", MaxDeadLetterLimit, MaxDeadLetterLimit},
+		{"one above the maximum", MaxDeadLetterLimit + 1, MaxDeadLetterLimit},
+		{"far above", math.MaxInt32, MaxDeadLetterLimit},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			store := &pageStore{}
+			page, err := New(store, Options{}).DeadLetters(t.Context(), ports.DefaultTenant,
+				ports.DeadLetterFilter{Queue: "q", Limit: tt.limit, Offset: 7})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if store.got.Limit != tt.wantLimit || page.Limit != tt.wantLimit || page.Offset != 7 || store.got.Offset != 7 {
+				t.Fatalf("store asked for %+v, page %d/%d; want limit %d offset 7", store.got, page.Limit, page.Offset, tt.wantLimit)
 			}
 		})
 	}
