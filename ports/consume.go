@@ -156,11 +156,27 @@ type HotlistStore interface {
 	Pending(ctx context.Context, tenant, queue, group, after string, limit int) (PendingPage, error)
 }
 
-// Hint says that a partition received data; brokers exchange hints so that a push on one
-// wakes the pops parked on another.
+// Hint says that a partition received data (HintCommit), or that a queue was
+// reconfigured or deleted; brokers exchange hints so that a push on one wakes the pops
+// parked on another, and a configure on one makes the others forget what they cached
+// about the queue at once.
 type Hint struct {
 	Tenant, Queue, Partition, PartitionID string
+	// Kind is what happened; a queue-level hint (HintQueueConfigured, HintQueueDeleted)
+	// names no partition.
+	Kind HintKind
 }
+
+// HintKind is what a Hint announces. The zero value is HintCommit, so a hint built
+// without a kind means what every hint meant before kinds existed.
+type HintKind uint8
+
+// The kinds of a Hint.
+const (
+	HintCommit          HintKind = iota // a partition received data
+	HintQueueConfigured                 // a queue's options changed (or it was created by a configure)
+	HintQueueDeleted                    // a queue and everything in it was deleted
+)
 
 // HintBus carries hints between the brokers of one database. Delivery is best effort:
 // a lost hint costs latency (the reseed floor and the pops' own re-checks recover it),

@@ -11,9 +11,9 @@ import (
 // HintNet is an in-process stand-in for the brokers of one database exchanging hints
 // (the PostgreSQL adapter's LISTEN/NOTIFY): each Bus is one broker's endpoint, and a batch
 // published on one reaches every other endpoint that is listening at that moment, whole
-// and in publish order, never the publisher's own. As with NOTIFY, an endpoint that is
-// not listening misses what is published meanwhile, and a slow listener never slows a
-// publisher (its queue grows instead).
+// and in publish order (each hint with its kind), never the publisher's own. As with
+// NOTIFY, an endpoint that is not listening misses what is published meanwhile, and a
+// slow listener never slows a publisher (its queue grows instead).
 type HintNet struct {
 	mu        sync.Mutex
 	listeners map[*hintListener]struct{}

@@ -63,7 +63,7 @@
 // that does, or that is invalid UTF-8, holds a NUL, or cannot fit in one payload.
 //
 //	offset  bytes  content
-//	0       3      "qh1": the format and its version
+//	0       3      the format and its version: "qh1" or "qh2" (below)
 //	3       1      US
 //	4       16     the sender: the publishing Store's random id, 16 lowercase hex digits
 //	20      1      US
@@ -81,13 +81,28 @@
 //	        any    partition name
 //	        1      US
 //	        any    partition id ("" when the publisher did not know it)
+//	        then, in a "qh2" payload only:
+//	        1      US
+//	        1      kind: "c" a partition received data, "q" the queue was
+//	                     reconfigured, "d" the queue was deleted
 //	        1      LF
+//
+// A "qh1" hint has no kind field and is a commit hint ("c"): the layout every broker
+// reads. Publish sends a batch of commit hints only as "qh1", byte for byte as before
+// kinds existed, and a batch holding any queue-level hint ("q", "d": ports.HintKind) as
+// "qh2", every part of it. A broker that knows only "qh1" skips and counts a "qh2"
+// payload, so it misses the queue changes (its caches expire on their own, as they did
+// before) and never a commit hint, since the publishers of queue changes send them in
+// batches of their own (core/peers). A queue-level hint names no partition (core/peers
+// sends both partition fields empty, and ignores them on receipt). A kind field other
+// than these three letters makes the payload malformed.
 //
 // A batch too big for one payload is cut between hints into parts 1..parts, sent in
 // order in the same transaction. PostgreSQL delivers one transaction's notifications
 // together and in order, so a listener collects the parts and delivers the batch once,
 // whole, at its last part; a payload that does not continue the batch under way makes it
 // deliver what it had first (hints are best effort). A payload that does not follow this
-// layout (header fields, hex sender, part numbers, four fields per hint, the final LF) is
-// skipped and counted (HintStats), never delivered in part.
+// layout (header fields, hex sender, part numbers, four fields per hint in "qh1" and five
+// with a known kind in "qh2", the final LF) is skipped and counted (HintStats), never
+// delivered in part.
 package postgres

@@ -34,8 +34,11 @@ const (
 	// hintHeaderMax bounds a header line: "qh1", a 16-digit sender, a 20-digit sequence
 	// number, two 10-digit part numbers, four separators and the newline.
 	hintHeaderMax = 3 + 16 + 20 + 10 + 10 + 4 + 1
-	// hintTag opens every payload: the format and its version.
-	hintTag = "qh1"
+	// hintTag opens every payload of a batch of commit hints only: the format and its
+	// version, which every broker reads. hintTagKinds opens every payload of a batch
+	// holding a queue-level hint: the same layout with a fifth field per hint, its kind.
+	hintTag      = "qh1"
+	hintTagKinds = "qh2"
 	// hintIdle is how long a listener waits for a notification before it checks that
 	// its connection is alive (a dead network is otherwise only noticed by TCP
 	// keepalive, minutes later); hintPingTimeout bounds that check.
@@ -186,15 +189,27 @@ func (s *Store) Listen(ctx context.Context, deliver func([]ports.Hint)) error {
 // doc.go) and reports how many hints could not be encoded.
 func encodeHints(sender string, seq uint64, hints []ports.Hint) (payloads []string, bad int) {
 	const room = maxHintPayload - hintHeaderMax
+	// A batch of commit hints only keeps the first layout, which brokers that know no
+	// kinds read; any other kind makes the whole batch qh2.
+	tag := hintTag
+	for _, h := range hints {
+		if h.Kind != ports.HintCommit {
+			tag = hintTagKinds
+			break
+		}
+	}
 	var bodies []string
 	var b strings.Builder
 	for _, h := range hints {
 		fields := [4]string{h.Tenant, h.Queue, h.Partition, h.PartitionID}
 		n := 4 // three separators and the newline
-		ok := true
+		ok := int(h.Kind) < len(hintKindCodes)
 		for _, f := range fields {
 			n += len(f)
 			ok = ok && hintFieldOK(f)
+		}
+		if tag == hintTagKinds {
+			n += 2 // a separator and the kind
 		}
 		if !ok || n > room {
 			bad++
@@ -213,6 +228,10 @@ func encodeHints(sender string, seq uint64, hints []ports.Hint) (payloads []stri
 			}
 			b.WriteString(f)
 		}
+		if tag == hintTagKinds {
+			b.WriteByte(0x1f)
+			b.WriteString(hintKindCodes[h.Kind])
+		}
 		b.WriteByte('\n')
 	}
 	if b.Len() > 0 {
@@ -220,10 +239,27 @@ func encodeHints(sender string, seq uint64, hints []ports.Hint) (payloads []stri
 	}
 	payloads = make([]string, len(bodies))
 	for i, body := range bodies {
-		payloads[i] = hintTag + "\x1f" + sender + "\x1f" + strconv.FormatUint(seq, 10) + "\x1f" +
+		payloads[i] = tag + "\x1f" + sender + "\x1f" + strconv.FormatUint(seq, 10) + "\x1f" +
 			strconv.Itoa(i+1) + "\x1f" + strconv.Itoa(len(bodies)) + "\n" + body
 	}
 	return payloads, bad
+}
+
+// hintKindCodes are the kind field's values in a qh2 payload (doc.go), by ports.HintKind.
+var hintKindCodes = [...]string{
+	ports.HintCommit:          "c",
+	ports.HintQueueConfigured: "q",
+	ports.HintQueueDeleted:    "d",
+}
+
+// hintKindOf is the kind a qh2 kind field names; ok is false for any other value.
+func hintKindOf(code string) (k ports.HintKind, ok bool) {
+	for i, c := range hintKindCodes {
+		if c == code {
+			return ports.HintKind(i), true
+		}
+	}
+	return 0, false
 }
 
 // hintFieldOK reports whether f can travel in a payload: valid UTF-8 (PostgreSQL refuses
@@ -248,7 +284,7 @@ func decodeHints(payload string) (hdr hintHeader, hints []ports.Hint, ok bool) {
 		return hdr, nil, false
 	}
 	f := strings.Split(line, "\x1f")
-	if len(f) != 5 || f[0] != hintTag || len(f[1]) != 16 || strings.Trim(f[1], "0123456789abcdef") != "" {
+	if len(f) != 5 || (f[0] != hintTag && f[0] != hintTagKinds) || len(f[1]) != 16 || strings.Trim(f[1], "0123456789abcdef") != "" {
 		return hdr, nil, false
 	}
 	seq, err1 := strconv.ParseUint(f[2], 10, 64)
@@ -267,17 +303,32 @@ func decodeHints(payload string) (hdr hintHeader, hints []ports.Hint, ok bool) {
 	hints = make([]ports.Hint, 0, strings.Count(body, "\n"))
 	for rest := body; rest != ""; {
 		line, rest, _ = strings.Cut(rest, "\n")
-		var h ports.Hint
-		var ok1, ok2, ok3 bool
-		h.Tenant, line, ok1 = strings.Cut(line, "\x1f")
-		h.Queue, line, ok2 = strings.Cut(line, "\x1f")
-		h.Partition, h.PartitionID, ok3 = strings.Cut(line, "\x1f")
-		if !ok1 || !ok2 || !ok3 || strings.IndexByte(h.PartitionID, 0x1f) >= 0 {
+		h, ok := decodeHint(line, f[0] == hintTagKinds)
+		if !ok {
 			return hdr, nil, false
 		}
 		hints = append(hints, h)
 	}
 	return hdr, hints, true
+}
+
+// decodeHint parses one hint line (without its newline): four fields, or five with the
+// kind when kinds is set (a qh2 payload).
+func decodeHint(line string, kinds bool) (h ports.Hint, ok bool) {
+	var ok1, ok2, ok3, ok4 bool
+	h.Tenant, line, ok1 = strings.Cut(line, "\x1f")
+	h.Queue, line, ok2 = strings.Cut(line, "\x1f")
+	h.Partition, line, ok3 = strings.Cut(line, "\x1f")
+	h.PartitionID, ok4 = line, true
+	if kinds {
+		var code string
+		h.PartitionID, code, _ = strings.Cut(line, "\x1f")
+		h.Kind, ok4 = hintKindOf(code)
+	}
+	if !ok1 || !ok2 || !ok3 || !ok4 || strings.IndexByte(h.PartitionID, 0x1f) >= 0 {
+		return ports.Hint{}, false
+	}
+	return h, true
 }
 
 // hintAssembler puts the payloads of one published batch back together. A batch's

@@ -39,6 +39,11 @@ func TestHintPayloads(t *testing.T) {
 		}, 1, 4},
 		{"a hint longer than a payload cannot travel", []ports.Hint{{Queue: strings.Repeat("q", maxHintPayload)}, {Queue: "ok"}}, 1, 1},
 		{"nothing to send", []ports.Hint{{Queue: "a\nb"}}, 0, 1},
+		{"queue-level hints and commits in one batch", []ports.Hint{
+			{Tenant: "t", Queue: "q", Kind: ports.HintQueueConfigured}, {Tenant: "t", Queue: "q", Partition: "p", PartitionID: "id"},
+			{Tenant: "t", Queue: "gone", Kind: ports.HintQueueDeleted},
+		}, 1, 0},
+		{"an unknown kind cannot travel", []ports.Hint{{Queue: "q", Kind: 200}, {Queue: "ok", Kind: ports.HintQueueDeleted}}, 1, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -64,7 +69,7 @@ func TestHintPayloads(t *testing.T) {
 			var want []ports.Hint
 			for _, h := range tt.hints {
 				if hintFieldOK(h.Tenant) && hintFieldOK(h.Queue) && hintFieldOK(h.Partition) && hintFieldOK(h.PartitionID) &&
-					len(h.Tenant+h.Queue+h.Partition+h.PartitionID) < maxHintPayload-hintHeaderMax {
+					len(h.Tenant+h.Queue+h.Partition+h.PartitionID) < maxHintPayload-hintHeaderMax && h.Kind <= ports.HintQueueDeleted {
 					want = append(want, h)
 				}
 			}
@@ -79,10 +84,11 @@ func TestHintPayloads(t *testing.T) {
 func TestHintPayloadsMalformed(t *testing.T) {
 	t.Parallel()
 	good := "qh1\x1f" + testSender + "\x1f7\x1f1\x1f1\n"
+	good2 := "qh2\x1f" + testSender + "\x1f7\x1f1\x1f1\n"
 	tests := []struct{ name, payload string }{
 		{"empty", ""},
 		{"no header end", "qh1\x1f" + testSender + "\x1f7\x1f1\x1f1"},
-		{"another format", "qh2\x1f" + testSender + "\x1f7\x1f1\x1f1\n"},
+		{"another format", "qh3\x1f" + testSender + "\x1f7\x1f1\x1f1\n"},
 		{"a short sender", "qh1\x1fabc\x1f7\x1f1\x1f1\n"},
 		{"a sender that is not hex", "qh1\x1f0123456789abcdeg\x1f7\x1f1\x1f1\n"},
 		{"an upper-case sender", "qh1\x1f0123456789ABCDEF\x1f7\x1f1\x1f1\n"},
@@ -96,6 +102,11 @@ func TestHintPayloadsMalformed(t *testing.T) {
 		{"a hint of five fields", good + "t\x1fq\x1fp\x1fid\x1fx\n"},
 		{"a cut last hint", good + "t\x1fq\x1fp\x1fid\nt\x1fq"},
 		{"an empty line", good + "t\x1fq\x1fp\x1fid\n\n"},
+		{"qh2: a hint of four fields", good2 + "t\x1fq\x1fp\x1fid\n"},
+		{"qh2: a hint of six fields", good2 + "t\x1fq\x1f\x1f\x1fq\x1fq\n"},
+		{"qh2: an unknown kind", good2 + "t\x1fq\x1f\x1f\x1fx\n"},
+		{"qh2: an empty kind", good2 + "t\x1fq\x1f\x1f\x1f\n"},
+		{"qh2: a kind of two letters", good2 + "t\x1fq\x1f\x1f\x1fqq\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -107,6 +118,46 @@ func TestHintPayloadsMalformed(t *testing.T) {
 	}
 	if _, hs, ok := decodeHints(good + "t\x1fq\x1fp\x1f\n"); !ok || len(hs) != 1 || hs[0] != (ports.Hint{Tenant: "t", Queue: "q", Partition: "p"}) {
 		t.Fatalf("a well-formed payload: %v, %v", hs, ok)
+	}
+	want := []ports.Hint{{Tenant: "t", Queue: "q", Kind: ports.HintQueueConfigured}, {Tenant: "t", Queue: "q", Kind: ports.HintQueueDeleted},
+		{Tenant: "t", Queue: "q", Partition: "p", PartitionID: "id"}}
+	if _, hs, ok := decodeHints(good2 + "t\x1fq\x1f\x1f\x1fq\nt\x1fq\x1f\x1f\x1fd\nt\x1fq\x1fp\x1fid\x1fc\n"); !ok || !slices.Equal(hs, want) {
+		t.Fatalf("a well-formed qh2 payload: %v, %v; want %v", hs, ok, want)
+	}
+}
+
+// TestHintPayloadVersions: a batch of commit hints only is sent in the first layout,
+// which brokers that know no kinds read; a batch holding any queue-level hint is sent,
+// every part of it, in the layout with kinds.
+func TestHintPayloadVersions(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("q", 200)
+	commits := make([]ports.Hint, 100) // several payloads
+	for i := range commits {
+		commits[i] = ports.Hint{Tenant: "t", Queue: long, Partition: fmt.Sprint(long, i)}
+	}
+	tests := []struct {
+		name  string
+		hints []ports.Hint
+		tag   string
+	}{
+		{"commits only", commits, "qh1"},
+		{"a queue change among commits", append(slices.Clone(commits), ports.Hint{Tenant: "t", Queue: "q", Kind: ports.HintQueueConfigured}), "qh2"},
+		{"a queue deletion alone", []ports.Hint{{Tenant: "t", Queue: "q", Kind: ports.HintQueueDeleted}}, "qh2"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			payloads, bad := encodeHints(testSender, 1, tt.hints)
+			if bad != 0 || len(payloads) == 0 {
+				t.Fatalf("%d payloads, %d left out", len(payloads), bad)
+			}
+			for i, p := range payloads {
+				if !strings.HasPrefix(p, tt.tag+"\x1f") {
+					t.Fatalf("payload %d of %d opens with %q, want %s", i+1, len(payloads), p[:3], tt.tag)
+				}
+			}
+		})
 	}
 }
 

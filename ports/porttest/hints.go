@@ -25,6 +25,7 @@ func HintBus(t *testing.T, newBuses func(t *testing.T, n int) []ports.HintBus) {
 		{"a batch larger than one notification arrives whole", 2, testHintBigBatch},
 		{"names with any printable Unicode arrive intact", 2, testHintUnicode},
 		{"batches arrive in publish order", 2, testHintOrder},
+		{"queue-level hints arrive with their kind", 3, testHintKinds},
 		{"an empty publish sends nothing", 2, testHintEmpty},
 		{"a publish with an ended context fails", 2, testHintPublishCancelled},
 		{"Listen returns when its context ends", 2, testHintListenEnds},
@@ -250,6 +251,27 @@ func testHintOrder(t *testing.T, buses []ports.HintBus) {
 	got := waitHints(t, recs[1], 10)
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("delivered %v, want %v", got, want)
+	}
+}
+
+func testHintKinds(t *testing.T, buses []ports.HintBus) {
+	recs := listen(t, buses)
+	configured := ports.Hint{Tenant: tenant, Queue: "orders", Kind: ports.HintQueueConfigured}
+	deleted := ports.Hint{Tenant: tenant, Queue: "orders", Kind: ports.HintQueueDeleted}
+	// Alone, then mixed with commit hints of the same queue (which must keep their kind),
+	// then commits only: a receiver tells every hint's kind.
+	want := [][]ports.Hint{
+		{configured, deleted},
+		{hint("orders", "p", "id"), deleted, hint("orders", "r", ""), configured},
+		{hint("orders", "p", "id")},
+	}
+	for _, b := range want {
+		publishHints(t, buses[0], b)
+	}
+	for i, r := range recs[1:] {
+		if got := waitHints(t, r, 7); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("endpoint %d: delivered %v, want %v", i+1, got, want)
+		}
 	}
 }
 
