@@ -204,7 +204,8 @@ func ProvideSealer(cfg config.Config) (*envelope.Sealer, error) {
 
 // ProvideEncryption is the encryption policy every write path shares (pushes,
 // transactions, spool replay): it reads the queues' flags from the store, caches them for
-// QUEEN_CACHE_REFRESH_INTERVAL_MS, and forgets a queue's flag when the queue changes.
+// QUEEN_CACHE_REFRESH_INTERVAL_MS, and forgets a queue's flag when the queue changes, on
+// this broker or, announced by the peer mesh (ProvidePeers), on another.
 func ProvideEncryption(sealer *envelope.Sealer, store *postgres.Store, changes *notify.QueueChanges, cfg config.Config,
 	log *slog.Logger) *encryption.Policy {
 	p := encryption.New(sealer, store, encryption.Options{CacheTTL: cfg.CacheRefresh, Logger: log})
@@ -240,11 +241,17 @@ func ProvideHotlist(store *postgres.Store, waker *consume.Waker, commits *notify
 	return l
 }
 
-// ProvidePeers builds the hints exchanged with the other brokers on the database
-// (QUEEN_PEER_HINTS): this broker's commits go out, the others' reach the hot-list.
-func ProvidePeers(store *postgres.Store, hot *hotlist.List, commits *notify.Commits, cfg config.Config, log *slog.Logger) *peers.Mesh {
-	m := peers.New(store, hot, peers.Options{Enabled: cfg.PeerHints, Logger: log})
+// ProvidePeers builds the hints exchanged with the other brokers on the database: this
+// broker's commits go out and the others' reach the hot-list (QUEEN_PEER_HINTS), and
+// every queue change goes out and the others' are announced here, whatever
+// QUEEN_PEER_HINTS says, so every cache of a queue's options (the encryption flag,
+// fusion's dedup state, the hot-list, the admin listings) forgets a queue configured or
+// deleted on another broker at once instead of after QUEEN_CACHE_REFRESH_INTERVAL_MS.
+func ProvidePeers(store *postgres.Store, hot *hotlist.List, commits *notify.Commits, changes *notify.QueueChanges,
+	cfg config.Config, log *slog.Logger) *peers.Mesh {
+	m := peers.New(store, hot, peers.Options{Enabled: cfg.PeerHints, Changes: changes, Logger: log})
 	commits.Subscribe(m.Committed)
+	changes.Subscribe(m.QueueChanged)
 	return m
 }
 

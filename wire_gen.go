@@ -55,7 +55,7 @@ func InitializeApp(ctx context.Context, cfg config.Config) (*App, func(), error)
 	drainer := ProvideDrainer(spool, batcher, policy, store, flags, cfg, logger)
 	waker := ProvideWaker()
 	list := ProvideHotlist(store, waker, commits, queueChanges, cfg, logger)
-	mesh := ProvidePeers(store, list, commits, cfg, logger)
+	mesh := ProvidePeers(store, list, commits, queueChanges, cfg, logger)
 	job := ProvideRetention(store, cfg, logger)
 	client, err := ProvideKeySet(cfg, logger)
 	if err != nil {

@@ -17,7 +17,8 @@
 //   - Flags are read at most once per queue per Memo (one request, one replay batch) and
 //     trusted for CacheTTL (QUEEN_CACHE_REFRESH_INTERVAL_MS) across them, so a broker
 //     without encrypted queues pays one cached read per queue per TTL. Forget (a
-//     configure of the queue on this broker) drops the cached flag at once; a read that
+//     configure or deletion of the queue on this broker, or on another one that
+//     announced it through core/peers) drops the cached flag at once; a read that
 //     overlapped a Forget is not cached, since it may predate the change.
 //   - A Memo built with read false (the push path while every push is spooled: push
 //     maintenance, or the database known away) does not read expired flags: it uses

@@ -79,7 +79,8 @@ func (p *Policy) HasKey() bool { return p != nil && p.sealer != nil }
 // QueueChanged is Forget as a queue-change subscriber.
 func (p *Policy) QueueChanged(c notify.QueueChange) { p.Forget(c.Tenant, c.Queue) }
 
-// Forget drops a queue's cached flag (its configuration changed).
+// Forget drops a queue's cached flag (its configuration changed, here or on another
+// broker).
 func (p *Policy) Forget(tenant, queue string) {
 	p.mu.Lock()
 	delete(p.flags, queueKey{tenant, queue})

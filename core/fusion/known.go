@@ -30,8 +30,9 @@ import (
 // so the next flush of each partition makes a full probe. What remains: a partition
 // already taken (offered or in flight) when the configure commits (it is concurrent with the configure, and its
 // verdict is the one the old window gives), and other brokers sharing the database, whose
-// caches nobody resets yet (peer invalidation does not exist); closing that needs the
-// claim to carry what it assumed (window, partition id) for SQL to check.
+// caches are reset when the change's announcement reaches them (core/peers), milliseconds
+// after the commit, and not at all when it is lost; closing that needs the claim to carry
+// what it assumed (window, partition id) for SQL to check.
 type known struct {
 	pid      string // partition id the history belongs to
 	verified int64

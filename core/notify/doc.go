@@ -12,7 +12,9 @@
 //     (parked long polls); planned: the hot-list's marks and the peer-hint sender.
 //   - QueueChanges: a queue was reconfigured or deleted. Subscribers drop what they
 //     cache about the queue: the push path's encryption flag, fusion's dedup watermarks,
-//     the hot-list's state.
+//     the hot-list's state, the admin listings. The peer mesh (core/peers) publishes
+//     this broker's changes to the other brokers and announces theirs here, marked
+//     Remote.
 //   - GroupChanges: an operator deleted a consumer group's cursors or moved them (a
 //     seek). The hot-list drops the group's rings, then the waker wakes every parked pop
 //     of the group (in that order: a woken pop must find the rings gone).

@@ -24,6 +24,9 @@ type Commit struct {
 type QueueChange struct {
 	Tenant, Queue string
 	Deleted       bool
+	// Remote is set on a change another broker made and announced (core/peers): it is
+	// not announced to the other brokers again.
+	Remote bool
 }
 
 // QueueKey is the in-memory key of a queue: tenant \x1f queue. Every structure keyed by

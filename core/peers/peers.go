@@ -15,17 +15,21 @@ import (
 
 // Options tunes a Mesh; zero values take the defaults in brackets.
 type Options struct {
-	// Enabled turns the hints on (QUEEN_PEER_HINTS); off, the Mesh does nothing.
+	// Enabled turns the commit hints on (QUEEN_PEER_HINTS); off, the Mesh exchanges queue
+	// changes only.
 	Enabled    bool
-	Tick       time.Duration // [5 ms] at most one published batch per tick
-	MaxPending int           // [200,000] hints waiting for the next batch
+	Tick       time.Duration // [5 ms] at most one published batch of commit hints per tick
+	MaxPending int           // [200,000] commit hints, and queue changes, waiting to be published
 	// Backoff and MaxBackoff pace the re-listen after the listener failed [1 s, 30 s].
 	Backoff, MaxBackoff time.Duration
 	// Heartbeat is how often this broker tells the others that it listens [1 s]; a
 	// broker publishes hints only while it has heard another within PeerTTL [3 x
 	// Heartbeat].
 	Heartbeat, PeerTTL time.Duration
-	Logger             *slog.Logger
+	// Changes is where the queue changes other brokers announce are announced here
+	// (marked Remote), so this broker's caches forget the queue; nil ignores them.
+	Changes *notify.QueueChanges
+	Logger  *slog.Logger
 }
 
 func (o *Options) defaults() {
@@ -52,8 +56,9 @@ func (o *Options) defaults() {
 	}
 }
 
-// Mesh publishes this broker's hints and delivers the other brokers' to the hot-list.
-// Create it with New; it runs from Start until Stop.
+// Mesh publishes this broker's hints and queue changes, delivers the other brokers'
+// hints to the hot-list and announces their queue changes here. Create it with New; it
+// runs from Start until Stop.
 type Mesh struct {
 	bus  ports.HintBus
 	hot  *hotlist.List
@@ -61,6 +66,8 @@ type Mesh struct {
 
 	mu      sync.Mutex
 	pending map[hintKey]ports.Hint
+	changes []ports.Hint  // queue changes to publish, in announce order
+	kick    chan struct{} // a queue change waits: the publisher sends it at once
 
 	// lastPeer is when (unix ns) a payload from another broker last arrived; peers says
 	// that was within PeerTTL: only then are commits hinted.
@@ -69,6 +76,7 @@ type Mesh struct {
 	heard    chan struct{} // a peer was heard: the publisher, alone until then, acts at once
 
 	sent, received, dropped, batches, failures, heartbeats atomic.Uint64
+	changesSent, changesReceived                           atomic.Uint64
 
 	stop context.CancelFunc
 	done chan struct{}
@@ -79,7 +87,8 @@ type hintKey struct{ tenant, queue, partition string }
 // New returns a Mesh over bus delivering received hints to hot; it starts nothing.
 func New(bus ports.HintBus, hot *hotlist.List, opts Options) *Mesh {
 	opts.defaults()
-	return &Mesh{bus: bus, hot: hot, opts: opts, pending: make(map[hintKey]ports.Hint), heard: make(chan struct{}, 1)}
+	return &Mesh{bus: bus, hot: hot, opts: opts, pending: make(map[hintKey]ports.Hint), heard: make(chan struct{}, 1),
+		kick: make(chan struct{}, 1)}
 }
 
 // heartbeat is the hint a broker publishes to say that it listens: no queue is named ""
@@ -105,9 +114,35 @@ func (m *Mesh) Committed(c notify.Commit) {
 	m.pending[k] = ports.Hint{Tenant: c.Tenant, Queue: c.Queue, Partition: c.Partition, PartitionID: c.PartitionID}
 }
 
-// Start launches the publisher and the listener (nothing when the hints are off).
+// QueueChanged queues a queue change this broker made (a core/notify subscriber) for
+// every other broker, whether or not one was heard lately: a broker that listens but was
+// not heard yet (it just started, or its commit hints are off) must still forget the
+// queue, and a configure is rare. A change heard from another broker is not sent on.
+func (m *Mesh) QueueChanged(c notify.QueueChange) {
+	if c.Remote {
+		return
+	}
+	h := ports.Hint{Tenant: c.Tenant, Queue: c.Queue, Kind: ports.HintQueueConfigured}
+	if c.Deleted {
+		h.Kind = ports.HintQueueDeleted
+	}
+	m.mu.Lock()
+	if len(m.changes) >= m.opts.MaxPending {
+		m.mu.Unlock()
+		m.dropped.Add(1)
+		return
+	}
+	m.changes = append(m.changes, h)
+	m.mu.Unlock()
+	select {
+	case m.kick <- struct{}{}:
+	default: // the publisher is already due
+	}
+}
+
+// Start launches the publisher and the listener.
 func (m *Mesh) Start() {
-	if !m.opts.Enabled || m.stop != nil {
+	if m.stop != nil {
 		return
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -130,10 +165,11 @@ func (m *Mesh) Stop() {
 	<-m.done
 }
 
-// publish sends what accumulated, once per tick, while other brokers listen, and this
-// broker's heartbeat every Heartbeat (the first at once). Alone, it sleeps from one
-// heartbeat to the next (or until a peer is heard): a tick every 5 ms would only cost
-// wake-ups.
+// publish sends the queue changes as soon as they are announced, and, with the commit
+// hints on, what accumulated once per tick while other brokers listen, and this broker's
+// heartbeat every Heartbeat (the first at once). Alone, it sleeps from one heartbeat to
+// the next (or until a peer is heard or a queue changes): a tick every 5 ms would only
+// cost wake-ups. With the commit hints off it sleeps until a queue changes.
 func (m *Mesh) publish(ctx context.Context) {
 	t := time.NewTimer(m.opts.Tick)
 	defer t.Stop()
@@ -144,7 +180,9 @@ func (m *Mesh) publish(ctx context.Context) {
 		m.peers.Store(peers)
 		var batch []ports.Hint
 		m.mu.Lock()
-		if peers && len(m.pending) > 0 {
+		changes := m.changes
+		m.changes = nil
+		if peers && len(m.pending) > 0 && m.opts.Enabled {
 			batch = make([]ports.Hint, 0, len(m.pending)+1)
 			for _, h := range m.pending {
 				batch = append(batch, h)
@@ -152,26 +190,53 @@ func (m *Mesh) publish(ctx context.Context) {
 		}
 		clear(m.pending) // without peers: what a peer missed, its re-checks find
 		m.mu.Unlock()
+		if len(changes) > 0 {
+			m.sendChanges(ctx, changes)
+		}
 		hints := len(batch)
-		if !now.Before(nextBeat) {
+		if m.opts.Enabled && !now.Before(nextBeat) {
 			batch = append(batch, heartbeat)
 			nextBeat = now.Add(m.opts.Heartbeat)
 		}
 		if len(batch) > 0 {
 			m.send(ctx, batch, hints)
 		}
-		wait := m.opts.Tick
-		if !peers {
-			wait = time.Until(nextBeat)
+		var tick <-chan time.Time // nil: no periodic work (the commit hints are off)
+		if m.opts.Enabled {
+			wait := m.opts.Tick
+			if !peers {
+				wait = time.Until(nextBeat)
+			}
+			t.Reset(wait)
+			tick = t.C
 		}
-		t.Reset(wait)
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-tick:
 		case <-m.heard:
+		case <-m.kick:
 		}
 	}
+}
+
+// sendChanges publishes queue changes in a batch of their own: a broker that knows no
+// hint kinds then skips only them, never commit hints (adapters/postgres, doc.go). A
+// failed publish drops them: the other brokers' caches expire on their own
+// (QUEEN_CACHE_REFRESH_INTERVAL_MS), as they would have without the announcement.
+func (m *Mesh) sendChanges(ctx context.Context, changes []ports.Hint) {
+	pctx, cancel := context.WithTimeout(ctx, time.Second)
+	err := m.bus.Publish(pctx, changes)
+	cancel()
+	if err != nil {
+		if ctx.Err() == nil {
+			m.failures.Add(1)
+			m.opts.Logger.Warn("peers: announcing queue changes failed; the other brokers forget the queues when their caches expire",
+				"target", "peers", "changes", len(changes), "err", err)
+		}
+		return
+	}
+	m.changesSent.Add(uint64(len(changes)))
 }
 
 // send publishes a batch of hints hints, plus the heartbeat when it is longer.
@@ -221,7 +286,8 @@ func (m *Mesh) listen(ctx context.Context) {
 }
 
 // deliver takes a batch from another broker: it listens (its hints are published from
-// now on), and its hints other than the heartbeat go to the hot-list.
+// now on), its queue changes are announced here, and its commit hints other than the
+// heartbeat go to the hot-list (with the commit hints on).
 func (m *Mesh) deliver(hints []ports.Hint) {
 	m.lastPeer.Store(time.Now().UnixNano())
 	if !m.peers.Swap(true) {
@@ -230,26 +296,38 @@ func (m *Mesh) deliver(hints []ports.Hint) {
 		default:
 		}
 	}
-	if slices.Contains(hints, heartbeat) {
-		hints = slices.DeleteFunc(slices.Clone(hints), func(h ports.Hint) bool { return h == heartbeat })
+	notCommit := func(h ports.Hint) bool { return h == heartbeat || h.Kind != ports.HintCommit }
+	if slices.ContainsFunc(hints, notCommit) {
+		for _, h := range hints {
+			if h.Kind == ports.HintCommit {
+				continue
+			}
+			m.changesReceived.Add(1)
+			m.opts.Changes.Announce(notify.QueueChange{Tenant: h.Tenant, Queue: h.Queue,
+				Deleted: h.Kind == ports.HintQueueDeleted, Remote: true})
+		}
+		hints = slices.DeleteFunc(slices.Clone(hints), notCommit)
 	}
-	if len(hints) == 0 {
+	if len(hints) == 0 || !m.opts.Enabled {
 		return
 	}
 	m.received.Add(uint64(len(hints)))
 	m.hot.Hinted(hints)
 }
 
-// Stats are the mesh's cumulative counts: hints published (Sent, in Batches), received
-// and dropped (a full set), publishes that failed, and heartbeats published; Peers says
-// whether another broker was heard within PeerTTL (hints are published).
+// Stats are the mesh's cumulative counts: commit hints published (Sent, in Batches),
+// received and dropped (a full set, or a full list of queue changes), publishes that
+// failed, heartbeats published, and queue changes published and received; Peers says
+// whether another broker was heard within PeerTTL (commit hints are published).
 type Stats struct {
 	Sent, Received, Dropped, Batches, Failures, Heartbeats uint64
+	ChangesSent, ChangesReceived                           uint64
 	Peers                                                  bool
 }
 
 // Stats returns the counters.
 func (m *Mesh) Stats() Stats {
 	return Stats{Sent: m.sent.Load(), Received: m.received.Load(), Dropped: m.dropped.Load(),
-		Batches: m.batches.Load(), Failures: m.failures.Load(), Heartbeats: m.heartbeats.Load(), Peers: m.peers.Load()}
+		Batches: m.batches.Load(), Failures: m.failures.Load(), Heartbeats: m.heartbeats.Load(),
+		ChangesSent: m.changesSent.Load(), ChangesReceived: m.changesReceived.Load(), Peers: m.peers.Load()}
 }

@@ -252,3 +252,105 @@ func (b *flakyBus) listens() int {
 	defer b.mu.Unlock()
 	return b.n
 }
+
+// A queue change this broker made is published at once, in a batch of its own, whether
+// or not a peer was heard and whether or not the commit hints are on; a change heard
+// from another broker is not.
+func TestQueueChangesArePublishedAtOnce(t *testing.T) {
+	tests := []struct {
+		name    string
+		enabled bool
+	}{
+		{"commit hints on", true},
+		{"commit hints off", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				bus := newFakeBus()
+				m := New(bus, hotlist.New(nil, hotlist.Options{}), Options{Enabled: tt.enabled, Heartbeat: time.Hour})
+				m.Start()
+				defer m.Stop()
+				<-bus.listening
+				synctest.Wait() // alone: the publisher sleeps until the next heartbeat, an hour away
+				m.Committed(commit("q", "p"))
+				m.QueueChanged(notify.QueueChange{Tenant: tenant, Queue: "q"})
+				m.QueueChanged(notify.QueueChange{Tenant: tenant, Queue: "r", Deleted: true})
+				m.QueueChanged(notify.QueueChange{Tenant: tenant, Queue: "s", Remote: true})
+				synctest.Wait() // no time passes: the change went out without a tick
+				want := [][]ports.Hint{{{Tenant: tenant, Queue: "q", Kind: ports.HintQueueConfigured},
+					{Tenant: tenant, Queue: "r", Kind: ports.HintQueueDeleted}}}
+				if got := bus.batches(); fmt.Sprint(got) != fmt.Sprint(want) {
+					t.Fatalf("published %v, want %v (no commit hint: no peer heard)", got, want)
+				}
+				if st := m.Stats(); st.ChangesSent != 2 || st.Sent != 0 {
+					t.Fatalf("stats %+v", st)
+				}
+			})
+		})
+	}
+}
+
+// Queue changes from another broker are announced on this broker's topic, marked
+// Remote, and not published again; its commit hints reach the hot-list only with the
+// commit hints on.
+func TestReceivedQueueChangesAreAnnouncedHere(t *testing.T) {
+	tests := []struct {
+		name    string
+		enabled bool
+		woken   int
+	}{
+		{"commit hints on", true, 1},
+		{"commit hints off", false, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				bus := newFakeBus()
+				var mu sync.Mutex
+				var heard []notify.QueueChange
+				woken := 0
+				changes := notify.NewQueueChanges()
+				changes.Subscribe(func(c notify.QueueChange) {
+					mu.Lock()
+					heard = append(heard, c)
+					mu.Unlock()
+				})
+				hot := hotlist.New(nil, hotlist.Options{Wake: func(string, string) {
+					mu.Lock()
+					woken++
+					mu.Unlock()
+				}})
+				m := New(bus, hot, Options{Enabled: tt.enabled, Changes: changes})
+				changes.Subscribe(m.QueueChanged) // as wired: it must not echo what it announces
+				m.Start()
+				defer m.Stop()
+				<-bus.listening
+				bus.mu.Lock()
+				deliver := bus.deliver
+				bus.mu.Unlock()
+				deliver([]ports.Hint{{Tenant: tenant, Queue: "q", Kind: ports.HintQueueConfigured}, heartbeat,
+					{Tenant: tenant, Queue: "q", Partition: "p", PartitionID: "id-p"},
+					{Tenant: tenant, Queue: "r", Kind: ports.HintQueueDeleted}})
+				time.Sleep(50 * time.Millisecond)
+				synctest.Wait()
+				mu.Lock()
+				defer mu.Unlock()
+				want := []notify.QueueChange{{Tenant: tenant, Queue: "q", Remote: true},
+					{Tenant: tenant, Queue: "r", Deleted: true, Remote: true}}
+				if !slices.Equal(heard, want) {
+					t.Fatalf("announced %v, want %v", heard, want)
+				}
+				if woken != tt.woken {
+					t.Fatalf("%d pops woken by the commit hint, want %d", woken, tt.woken)
+				}
+				if got := bus.batches(); len(got) != 0 {
+					t.Fatalf("received changes were published again: %v", got)
+				}
+				if st := m.Stats(); st.ChangesReceived != 2 || st.ChangesSent != 0 {
+					t.Fatalf("stats %+v", st)
+				}
+			})
+		})
+	}
+}
