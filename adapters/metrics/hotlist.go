@@ -33,6 +33,8 @@ var (
 	peerHints    = prometheus.NewDesc("queen_peer_hints_total", "Hints exchanged with the other brokers, by direction.", []string{"direction"}, nil)
 	peerDropped  = prometheus.NewDesc("queen_peer_hints_dropped_total", "Hints dropped because too many were pending.", nil, nil)
 	peerFailures = prometheus.NewDesc("queen_peer_hints_publish_failures_total", "Hint batches that could not be published.", nil, nil)
+	peerChanges  = prometheus.NewDesc("queen_peer_queue_changes_total",
+		"Queue changes (configures, deletions) announced to the other brokers (sent) or heard from them (received).", []string{"direction"}, nil)
 )
 
 // verdictNames are the label values of the verdict kinds.
@@ -41,7 +43,7 @@ var verdictNames = map[ports.VerdictKind]string{ports.VerdictSkipped: "skipped",
 
 func (c hotlistCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{hlQueues, hlRings, hlReady, hlWheel, hlMarks, hlCheckouts, hlCandidates,
-		hlVerdicts, hlPromotes, hlReclaimed, hlReseeds, hlReseedRows, hlReseedErrs, hlSwept, peerHints, peerDropped, peerFailures} {
+		hlVerdicts, hlPromotes, hlReclaimed, hlReseeds, hlReseedRows, hlReseedErrs, hlSwept, peerHints, peerDropped, peerFailures, peerChanges} {
 		ch <- d
 	}
 }
@@ -79,4 +81,6 @@ func (c hotlistCollector) Collect(ch chan<- prometheus.Metric) {
 	count(peerHints, ps.Received, "received")
 	count(peerDropped, ps.Dropped)
 	count(peerFailures, ps.Failures)
+	count(peerChanges, ps.ChangesSent, "sent")
+	count(peerChanges, ps.ChangesReceived, "received")
 }

@@ -195,7 +195,7 @@ func fullSources() Sources {
 		},
 		Parked:    func() int { return 4 },
 		Hotlist:   func() hotlist.Stats { return hotlist.Stats{Queues: 2, Rings: 3, Ready: 5, Wheel: 1} },
-		Peers:     func() peers.Stats { return peers.Stats{Sent: 8, Received: 6} },
+		Peers:     func() peers.Stats { return peers.Stats{Sent: 8, Received: 6, ChangesReceived: 2} },
 		Retention: func() retention.Stats { return retention.Stats{Segments: 4, SegBytes: 800, Cycles: 1} },
 		Requests:  reqs,
 	}
