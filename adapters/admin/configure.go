@@ -2,6 +2,7 @@ package admin
 
 import (
 	"context"
+	"reflect"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -69,7 +70,8 @@ func (r *queueRow) config() ports.QueueConfig {
 func (a *Admin) Configure(ctx context.Context, tenant string, cfg ports.QueueConfig, set ports.QueueOption) (ports.QueueConfig, error) {
 	row := rowOf(tenant, cfg)
 	err := a.run(ctx, "configure", func(ctx context.Context, c bun.Conn) error {
-		q := c.NewInsert().Model(&row).
+		st := newStmt(c)
+		q := st.bindModel(st.NewInsert().Model(&row), c.Dialect().Tables().Get(reflect.TypeFor[queueRow]()), reflect.ValueOf(row)).
 			On("CONFLICT (tenant_id, name) DO UPDATE").
 			Set("configured = true").
 			Set("updated_at = now()")

@@ -41,8 +41,9 @@ func deleteQueue(ctx context.Context, tx bun.Tx, tenant, queue string) (bool, er
 	// below is complete; cursors are created under a key-share lock of their partition
 	// (the pop function), so none can appear once the partitions are held.
 	var qid string
-	err := tx.NewSelect().Table("queen.queues").Column("id").
-		Where("tenant_id = ?::uuid AND name = ?", tenant, queue).For("UPDATE").
+	st := newStmt(tx)
+	err := st.NewSelect().Table("queen.queues").Column("id").
+		Where("tenant_id = ?::uuid AND name = ?", st.arg(tenant), st.arg(queue)).For("UPDATE").
 		Scan(ctx, &qid)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, nil
@@ -54,8 +55,9 @@ func deleteQueue(ctx context.Context, tx bun.Tx, tenant, queue string) (bool, er
 	// foreign key that removed them with their queue is gone): all in ascending id, the
 	// global lock order.
 	var pids []string
-	if err := tx.NewSelect().TableExpr("queen.log_partitions AS lp").Column("lp.id").
-		Where("lp.queue_id = ?::uuid OR NOT EXISTS (SELECT 1 FROM queen.queues q WHERE q.id = lp.queue_id)", qid).
+	st = newStmt(tx)
+	if err := st.NewSelect().TableExpr("queen.log_partitions AS lp").Column("lp.id").
+		Where("lp.queue_id = ?::uuid OR NOT EXISTS (SELECT 1 FROM queen.queues q WHERE q.id = lp.queue_id)", st.arg(qid)).
 		OrderExpr("lp.id").For("UPDATE OF lp").
 		Scan(ctx, &pids); err != nil {
 		return false, err
@@ -67,17 +69,20 @@ func deleteQueue(ctx context.Context, tx bun.Tx, tenant, queue string) (bool, er
 		// before the cursors: a streams cycle writes state and then locks its source
 		// cursor, and the same order here keeps the two from deadlocking.
 		for _, table := range []string{"queen.stream_state", "queen.log_segments", "queen.log_txns", "queen.log_consumers"} {
-			if _, err := tx.NewDelete().TableExpr(table).
-				Where("partition_id IN (?)", bun.List(pids)).Exec(ctx); err != nil {
+			st := newStmt(tx)
+			if _, err := st.NewDelete().TableExpr(table).
+				Where("partition_id = ANY (?::uuid[])", st.arg(pids)).Exec(ctx); err != nil {
 				return false, err
 			}
 		}
-		if _, err := tx.NewDelete().TableExpr("queen.log_partitions").
-			Where("id IN (?)", bun.List(pids)).Exec(ctx); err != nil {
+		st := newStmt(tx)
+		if _, err := st.NewDelete().TableExpr("queen.log_partitions").
+			Where("id = ANY (?::uuid[])", st.arg(pids)).Exec(ctx); err != nil {
 			return false, err
 		}
 	}
-	if _, err := tx.NewDelete().TableExpr("queen.queues").Where("id = ?::uuid", qid).Exec(ctx); err != nil {
+	st = newStmt(tx)
+	if _, err := st.NewDelete().TableExpr("queen.queues").Where("id = ?::uuid", st.arg(qid)).Exec(ctx); err != nil {
 		return false, err
 	}
 	return true, nil

@@ -35,17 +35,17 @@ func (r *dlqRow) port() ports.DeadLetter {
 	}
 }
 
-// selectDeadLetters selects the tenant's dead-letter rows (alias d) with their queue (q)
-// and partition (p) names, as dlqRow.
-func selectDeadLetters(db bun.IDB, tenant string) *bun.SelectQuery {
-	return db.NewSelect().
+// selectDeadLetters is a query of st selecting the tenant's dead-letter rows (alias d)
+// with their queue (q) and partition (p) names, as dlqRow.
+func selectDeadLetters(st *stmt, tenant string) *bun.SelectQuery {
+	return st.NewSelect().
 		TableExpr("queen.dlq AS d").
 		Join("JOIN queen.queues AS q ON q.id = d.queue_id").
 		Join("JOIN queen.log_partitions AS p ON p.id = d.partition_id").
 		ColumnExpr("d.id::text AS id, q.name AS queue, p.name AS partition, d.partition_id::text AS partition_id").
 		ColumnExpr("d.consumer_group, d.msg_offset, d.transaction_id, d.error_message, d.retry_count").
 		ColumnExpr("d.created_at, d.failed_at, d.frame_index, d.blob").
-		Where("q.tenant_id = ?::uuid", tenant)
+		Where("q.tenant_id = ?::uuid", st.arg(tenant))
 }
 
 // DeadLetters implements ports.QueueAdmin: newest failure first (dlq_queue index order
@@ -56,12 +56,13 @@ func (a *Admin) DeadLetters(ctx context.Context, tenant string, f ports.DeadLett
 	}
 	var rows []dlqRow
 	err := a.run(ctx, "dead letters", func(ctx context.Context, c bun.Conn) error {
-		q := selectDeadLetters(c, tenant)
+		st := newStmt(c)
+		q := selectDeadLetters(st, tenant)
 		if f.Queue != "" {
-			q = q.Where("q.name = ?", f.Queue)
+			q = q.Where("q.name = ?", st.arg(f.Queue))
 		}
 		if f.ConsumerGroup != "" {
-			q = q.Where("d.consumer_group = ?", f.ConsumerGroup)
+			q = q.Where("d.consumer_group = ?", st.arg(f.ConsumerGroup))
 		}
 		return q.OrderExpr("d.failed_at DESC, d.id DESC").Limit(int64(f.Limit)).Offset(int64(f.Offset)).Scan(ctx, &rows)
 	})

@@ -27,4 +27,27 @@
 //     cursor row before the partition it references).
 //   - Database errors are translated here, once, into the ports sentinels, wrapped with
 //     the operation and the original error.
+//   - Values are bound: no value reaches PostgreSQL as text (see below).
+//
+// # Values are bound
+//
+// bun writes a statement's values into its text as literals, and its PostgreSQL dialect
+// escapes a string's quotes but not its backslashes: on a session with
+// standard_conforming_strings = off (a database or role default legacy databases still
+// carry), a name ending in a backslash closes the literal early, and the rest of a
+// filter runs as SQL. So every statement here is a stmt (bind.go): bun still builds the
+// text, but each value goes through stmt.arg, which writes a placeholder ($n) and keeps
+// the value, and the statement runs on the database/sql connection or transaction with
+// those values as its arguments, bound by the driver (pgx) whatever the session's
+// settings. Names, filters, ids, timestamps, arrays and blobs all go this way; the only
+// things bun writes into the text are SQL fragments of this package, identifiers
+// (bun.Ident) and the integers of Limit and Offset. A statement without a value may run
+// through bun directly.
+//
+// One mechanism, not a second escaping of literals: binding leaves nothing for a setting
+// to reinterpret, where an escaping dialect would have to be right about every type bun
+// formats (strings, byte strings, arrays, JSON). The connections themselves also set
+// standard_conforming_strings = on at start-up (adapters/postgres Open), the other level
+// of the same defence. The parameters' types are inferred from their use, as a literal's
+// were (casts where the context does not say, such as ?::uuid).
 package admin

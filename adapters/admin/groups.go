@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
-	"github.com/uptrace/bun/dialect/pgdialect"
 
 	"github.com/queen-go/queen/ports"
 )
@@ -24,22 +23,24 @@ var _ ports.GroupStore = (*Admin)(nil)
 // on the queue row, see doc.go).
 const groupAttempts = 3
 
-// groupPairs is the tenant's (group, queue) pairs, as a subquery with columns grp and
-// queue_id: every pair where the group has a subscription or a cursor. group "" = every
-// group.
-func groupPairs(db bun.IDB, tenant, group string) *bun.SelectQuery {
-	subs := db.NewSelect().TableExpr("queen.consumer_groups AS cg").
+// groupPairs is the tenant's (group, queue) pairs, as a subquery of st with columns grp
+// and queue_id: every pair where the group has a subscription or a cursor. group "" =
+// every group.
+func groupPairs(st *stmt, tenant, group string) *bun.SelectQuery {
+	t := st.arg(tenant)
+	subs := st.NewSelect().TableExpr("queen.consumer_groups AS cg").
 		Join("JOIN queen.queues AS q ON q.id = cg.queue_id").
 		ColumnExpr("cg.name AS grp, cg.queue_id").
-		Where("q.tenant_id = ?::uuid", tenant)
-	cursors := db.NewSelect().TableExpr("queen.log_consumers AS lc").
+		Where("q.tenant_id = ?::uuid", t)
+	cursors := st.NewSelect().TableExpr("queen.log_consumers AS lc").
 		Join("JOIN queen.log_partitions AS lp ON lp.id = lc.partition_id").
 		Join("JOIN queen.queues AS q ON q.id = lp.queue_id").
 		ColumnExpr("lc.consumer_group AS grp, lp.queue_id").
-		Where("q.tenant_id = ?::uuid", tenant)
+		Where("q.tenant_id = ?::uuid", t)
 	if group != "" {
-		subs = subs.Where("cg.name = ?", group)
-		cursors = cursors.Where("lc.consumer_group = ?", group)
+		g := st.arg(group)
+		subs = subs.Where("cg.name = ?", g)
+		cursors = cursors.Where("lc.consumer_group = ?", g)
 	}
 	return subs.Union(cursors)
 }
@@ -65,7 +66,8 @@ type groupSummaryRow struct {
 func (a *Admin) GroupSummaries(ctx context.Context, tenant string, page ports.GroupPage) (time.Time, []ports.GroupSummary, error) {
 	var rows []groupSummaryRow
 	err := a.groupRead(ctx, "group summaries", func(ctx context.Context, tx bun.Tx) error {
-		return tx.NewRaw(`
+		st := newStmt(tx)
+		return st.NewRaw(`
 WITH pairs AS (?0),
 page AS (
     SELECT p.grp, p.queue_id, q.name AS queue_name
@@ -86,7 +88,7 @@ SELECT pg.grp AS group_name, pg.queue_name,
   LEFT JOIN queen.consumer_groups cg ON cg.queue_id = pg.queue_id AND cg.name = pg.grp
  GROUP BY pg.grp, pg.queue_name, pg.queue_id, cg.subscription_mode, cg.subscribed_from, cg.created_at
  ORDER BY pg.grp COLLATE "C", pg.queue_name COLLATE "C"`,
-			groupPairs(tx, tenant, ""), page.Limit, page.Offset).Scan(ctx, &rows)
+			groupPairs(st, tenant, ""), st.arg(page.Limit), st.arg(page.Offset)).Scan(ctx, &rows)
 	})
 	if err != nil {
 		return time.Time{}, nil, err
@@ -152,7 +154,8 @@ func groupPositionsOf(rows []groupPositionRow) (time.Time, []ports.GroupPosition
 func (a *Admin) GroupPositions(ctx context.Context, tenant, group string, page ports.GroupPage) (time.Time, []ports.GroupPosition, error) {
 	var rows []groupPositionRow
 	err := a.groupRead(ctx, "group positions", func(ctx context.Context, tx bun.Tx) error {
-		return tx.NewRaw(`
+		st := newStmt(tx)
+		return st.NewRaw(`
 WITH pairs AS (?0)
 SELECT `+groupPositionColumns+`
   FROM pairs p
@@ -161,7 +164,7 @@ SELECT `+groupPositionColumns+`
  WHERE x.has_cursor OR x.lag > 0
  ORDER BY q.name COLLATE "C", x.partition_name COLLATE "C"
  LIMIT ?1 OFFSET ?2`,
-			groupPairs(tx, tenant, group), page.Limit, page.Offset).Scan(ctx, &rows)
+			groupPairs(st, tenant, group), st.arg(page.Limit), st.arg(page.Offset)).Scan(ctx, &rows)
 	})
 	if err != nil {
 		return time.Time{}, nil, err
@@ -174,7 +177,8 @@ SELECT `+groupPositionColumns+`
 func (a *Admin) LaggingPositions(ctx context.Context, tenant string, minLag time.Duration, limit int) (time.Time, []ports.GroupPosition, error) {
 	var rows []groupPositionRow
 	err := a.groupRead(ctx, "lagging positions", func(ctx context.Context, tx bun.Tx) error {
-		return tx.NewRaw(`
+		st := newStmt(tx)
+		return st.NewRaw(`
 WITH pairs AS (?0)
 SELECT `+groupPositionColumns+`
   FROM pairs p
@@ -183,7 +187,7 @@ SELECT `+groupPositionColumns+`
  WHERE x.oldest_unconsumed_at <= now() - make_interval(secs => ?1)
  ORDER BY x.oldest_unconsumed_at, x.group_name COLLATE "C", q.name COLLATE "C", x.partition_name COLLATE "C"
  LIMIT ?2`,
-			groupPairs(tx, tenant, ""), minLag.Seconds(), limit).Scan(ctx, &rows)
+			groupPairs(st, tenant, ""), st.arg(minLag.Seconds()), st.arg(limit)).Scan(ctx, &rows)
 	})
 	if err != nil {
 		return time.Time{}, nil, err
@@ -250,8 +254,9 @@ func (a *Admin) inGroupTx(ctx context.Context, op string, fn func(context.Contex
 // the callers lock next is what they change, and a queue deletion waits for those locks.
 func groupQueueID(ctx context.Context, tx bun.Tx, tenant, queue string) (string, error) {
 	var id string
-	err := tx.NewSelect().Table("queen.queues").ColumnExpr("id::text").
-		Where("tenant_id = ?::uuid AND name = ?", tenant, queue).Scan(ctx, &id)
+	st := newStmt(tx)
+	err := st.NewSelect().Table("queen.queues").ColumnExpr("id::text").
+		Where("tenant_id = ?::uuid AND name = ?", st.arg(tenant), st.arg(queue)).Scan(ctx, &id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", nil
 	}
@@ -274,20 +279,22 @@ func (a *Admin) DeleteGroup(ctx context.Context, tenant, group, queue string, su
 			}
 		}
 		var pids []string
-		cur := tx.NewSelect().TableExpr("queen.log_consumers AS lc").
+		st := newStmt(tx)
+		cur := st.NewSelect().TableExpr("queen.log_consumers AS lc").
 			Join("JOIN queen.log_partitions AS lp ON lp.id = lc.partition_id").
 			Join("JOIN queen.queues AS q ON q.id = lp.queue_id").
 			ColumnExpr("lc.partition_id::text").
-			Where("q.tenant_id = ?::uuid AND lc.consumer_group = ?", tenant, group)
+			Where("q.tenant_id = ?::uuid AND lc.consumer_group = ?", st.arg(tenant), st.arg(group))
 		if qid != "" {
-			cur = cur.Where("lp.queue_id = ?::uuid", qid)
+			cur = cur.Where("lp.queue_id = ?::uuid", st.arg(qid))
 		}
 		if err := cur.OrderExpr("lc.partition_id").For("UPDATE OF lc").Scan(ctx, &pids); err != nil {
 			return err
 		}
 		if len(pids) > 0 {
-			res, err := tx.NewDelete().TableExpr("queen.log_consumers").
-				Where("consumer_group = ? AND partition_id IN (?)", group, bun.List(pids)).Exec(ctx)
+			st := newStmt(tx)
+			res, err := st.NewDelete().TableExpr("queen.log_consumers").
+				Where("consumer_group = ? AND partition_id = ANY (?::uuid[])", st.arg(group), st.arg(pids)).Exec(ctx)
 			if err != nil {
 				return err
 			}
@@ -297,19 +304,21 @@ func (a *Admin) DeleteGroup(ctx context.Context, tenant, group, queue string, su
 			return nil
 		}
 		var qids []string
-		sub := tx.NewSelect().TableExpr("queen.consumer_groups AS cg").
+		st = newStmt(tx)
+		sub := st.NewSelect().TableExpr("queen.consumer_groups AS cg").
 			Join("JOIN queen.queues AS q ON q.id = cg.queue_id").
 			ColumnExpr("cg.queue_id::text").
-			Where("q.tenant_id = ?::uuid AND cg.name = ?", tenant, group)
+			Where("q.tenant_id = ?::uuid AND cg.name = ?", st.arg(tenant), st.arg(group))
 		if qid != "" {
-			sub = sub.Where("cg.queue_id = ?::uuid", qid)
+			sub = sub.Where("cg.queue_id = ?::uuid", st.arg(qid))
 		}
 		if err := sub.OrderExpr("cg.queue_id").For("UPDATE OF cg").Scan(ctx, &qids); err != nil {
 			return err
 		}
 		if len(qids) > 0 {
-			res, err := tx.NewDelete().TableExpr("queen.consumer_groups").
-				Where("name = ? AND queue_id IN (?)", group, bun.List(qids)).Exec(ctx)
+			st := newStmt(tx)
+			res, err := st.NewDelete().TableExpr("queen.consumer_groups").
+				Where("name = ? AND queue_id = ANY (?::uuid[])", st.arg(group), st.arg(qids)).Exec(ctx)
 			if err != nil {
 				return err
 			}
@@ -330,17 +339,19 @@ func (a *Admin) SetGroupSubscription(ctx context.Context, tenant, group string, 
 	err := a.inGroupTx(ctx, "set group subscription", func(ctx context.Context, tx bun.Tx) error {
 		n = 0
 		var qids []string
-		if err := tx.NewSelect().TableExpr("queen.consumer_groups AS cg").
+		st := newStmt(tx)
+		if err := st.NewSelect().TableExpr("queen.consumer_groups AS cg").
 			Join("JOIN queen.queues AS q ON q.id = cg.queue_id").
 			ColumnExpr("cg.queue_id::text").
-			Where("q.tenant_id = ?::uuid AND cg.name = ?", tenant, group).
+			Where("q.tenant_id = ?::uuid AND cg.name = ?", st.arg(tenant), st.arg(group)).
 			OrderExpr("cg.queue_id").For("UPDATE OF cg").Scan(ctx, &qids); err != nil || len(qids) == 0 {
 			return err
 		}
-		res, err := tx.NewUpdate().TableExpr("queen.consumer_groups").
-			Set("subscription_mode = ?", ports.SubscribeTimestamp).
-			Set("subscribed_from = ?", from).
-			Where("name = ? AND queue_id IN (?)", group, bun.List(qids)).Exec(ctx)
+		st = newStmt(tx)
+		res, err := st.NewUpdate().TableExpr("queen.consumer_groups").
+			Set("subscription_mode = ?", st.arg(ports.SubscribeTimestamp)).
+			Set("subscribed_from = ?", st.arg(from)).
+			Where("name = ? AND queue_id = ANY (?::uuid[])", st.arg(group), st.arg(qids)).Exec(ctx)
 		if err != nil {
 			return err
 		}
@@ -348,14 +359,6 @@ func (a *Admin) SetGroupSubscription(ctx context.Context, tenant, group string, 
 		return nil
 	})
 	return n, err
-}
-
-// groupSeekArgs are the named arguments of the seek's upsert.
-type groupSeekArgs struct {
-	Group string     `bun:"group"`
-	ToEnd bool       `bun:"to_end"`
-	TS    *time.Time `bun:"ts"` // nil with ToEnd
-	PIDs  []string   `bun:"pids,array"`
 }
 
 // SeekGroup implements ports.GroupStore, in one transaction:
@@ -384,10 +387,11 @@ func (a *Admin) SeekGroup(ctx context.Context, tenant string, s ports.GroupSeek)
 		}
 		r.QueueFound = true
 		var pids []string
-		parts := tx.NewSelect().TableExpr("queen.log_partitions AS lp").ColumnExpr("lp.id::text").
-			Where("lp.queue_id = ?::uuid", qid)
+		st := newStmt(tx)
+		parts := st.NewSelect().TableExpr("queen.log_partitions AS lp").ColumnExpr("lp.id::text").
+			Where("lp.queue_id = ?::uuid", st.arg(qid))
 		if s.Partition != "" {
-			parts = parts.Where("lp.name = ?", s.Partition)
+			parts = parts.Where("lp.name = ?", st.arg(s.Partition))
 		}
 		if err := parts.OrderExpr("lp.id").For("KEY SHARE OF lp SKIP LOCKED").Scan(ctx, &pids); err != nil {
 			return err
@@ -396,16 +400,18 @@ func (a *Admin) SeekGroup(ctx context.Context, tenant string, s ports.GroupSeek)
 		if len(pids) == 0 {
 			return nil
 		}
-		if _, err := tx.NewRaw(`
+		st = newStmt(tx)
+		if _, err := st.NewRaw(`
 SELECT pg_advisory_xact_lock(hashtextextended('queen.consumer:' || u.pid::text || ':' || ?, 0))
   FROM unnest(?::uuid[]) WITH ORDINALITY AS u(pid, ord)
- ORDER BY u.ord`, s.Group, pgdialect.Array(pids)).Exec(ctx); err != nil {
+ ORDER BY u.ord`, st.arg(s.Group), st.arg(pids)).Exec(ctx); err != nil {
 			return err
 		}
 		var live []bool
-		if err := tx.NewSelect().TableExpr("queen.log_consumers AS lc").
+		st = newStmt(tx)
+		if err := st.NewSelect().TableExpr("queen.log_consumers AS lc").
 			ColumnExpr("coalesce(lc.lease_expires_at > clock_timestamp(), false)").
-			Where("lc.consumer_group = ? AND lc.partition_id IN (?)", s.Group, bun.List(pids)).
+			Where("lc.consumer_group = ? AND lc.partition_id = ANY (?::uuid[])", st.arg(s.Group), st.arg(pids)).
 			OrderExpr("lc.partition_id").For("UPDATE").Scan(ctx, &live); err != nil {
 			return err
 		}
@@ -414,29 +420,31 @@ SELECT pg_advisory_xact_lock(hashtextextended('queen.consumer:' || u.pid::text |
 				r.LeasesCleared++
 			}
 		}
-		args := groupSeekArgs{Group: s.Group, ToEnd: s.ToEnd, PIDs: pids}
+		var ts *time.Time // nil with ToEnd
 		if !s.ToEnd {
-			args.TS = &s.Timestamp
+			ts = &s.Timestamp
 		}
-		res, err := tx.NewRaw(`
+		st = newStmt(tx)
+		res, err := st.NewRaw(`
 INSERT INTO queen.log_consumers AS lc (partition_id, consumer_group, committed, batch_end)
-SELECT lp.id, ?group, t.target, t.target
+SELECT lp.id, ?0, t.target, t.target
   FROM queen.log_partitions lp
  CROSS JOIN LATERAL (
         -- To the end: the last offset. To a timestamp: the last offset of the last
         -- segment committed before it (what a first contact with that subscription
         -- does); nothing before it, or nothing retained, is log_start - 1.
-        SELECT greatest(CASE WHEN ?to_end THEN lp.last_offset
+        SELECT greatest(CASE WHEN ?1 THEN lp.last_offset
                              ELSE (SELECT s.base_offset + s.msg_count - 1 FROM queen.log_segments s
-                                    WHERE s.partition_id = lp.id AND s.created_at < ?ts
+                                    WHERE s.partition_id = lp.id AND s.created_at < ?2
                                     ORDER BY s.base_offset DESC LIMIT 1)
                         END, lp.log_start - 1) AS target) t
- WHERE lp.id = ANY (?pids::uuid[])
+ WHERE lp.id = ANY (?3::uuid[])
  ORDER BY lp.id
 ON CONFLICT ON CONSTRAINT log_consumers_pkey DO UPDATE SET
        committed = EXCLUDED.committed, batch_end = EXCLUDED.batch_end,
        lease_id = NULL, lease_expires_at = NULL, retry_count = 0,
-       delivery_start = -1, delivery_attempt = 0, delivered_end = -1`, &args).Exec(ctx)
+       delivery_start = -1, delivery_attempt = 0, delivered_end = -1`,
+			st.arg(s.Group), st.arg(s.ToEnd), st.arg(ts), st.arg(pids)).Exec(ctx)
 		if err != nil {
 			return err
 		}

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
-	"github.com/uptrace/bun/dialect/pgdialect"
 
 	"github.com/queen-go/queen/ports"
 )
@@ -80,22 +79,24 @@ func loadMsgPartitions(ctx context.Context, db bun.IDB, tenant string, pids []st
 		return nil, nil
 	}
 	var rows []msgPartitionRow
-	if err := db.NewSelect().
+	st := newStmt(db)
+	if err := st.NewSelect().
 		TableExpr("queen.log_partitions AS lp").
 		Join("JOIN queen.queues AS q ON q.id = lp.queue_id").
 		ColumnExpr("lp.id::text AS id, lp.name, lp.last_offset, greatest(lp.log_start, lp.txns_start) AS first").
 		ColumnExpr("q.id::text AS queue_id, q.name AS queue_name, q.namespace, q.task").
 		ColumnExpr(msgQueueOptionColumns).
-		Where("q.tenant_id = ?::uuid", tenant).
-		Where("lp.id IN (?)", bun.List(pids)).
+		Where("q.tenant_id = ?::uuid", st.arg(tenant)).
+		Where("lp.id = ANY (?::uuid[])", st.arg(pids)).
 		Scan(ctx, &rows); err != nil {
 		return nil, err
 	}
 	var cursors []msgCursorRow
-	if err := db.NewSelect().
+	st = newStmt(db)
+	if err := st.NewSelect().
 		TableExpr("queen.log_consumers AS lc").
 		ColumnExpr("lc.partition_id::text AS partition_id, lc.consumer_group, lc.committed, lc.batch_end, lc.lease_expires_at").
-		Where("lc.partition_id IN (?)", bun.List(pids)).
+		Where("lc.partition_id = ANY (?::uuid[])", st.arg(pids)).
 		OrderExpr("lc.partition_id, lc.consumer_group").
 		Scan(ctx, &cursors); err != nil {
 		return nil, err
@@ -126,20 +127,21 @@ func loadMsgPartitions(ctx context.Context, db bun.IDB, tenant string, pids []st
 	return out, nil
 }
 
-// filterMsgPartitions narrows a query over partitions (lp) and queues (q) to f's names.
-func filterMsgPartitions(q *bun.SelectQuery, tenant string, f ports.MessageFilter) *bun.SelectQuery {
-	q = q.Where("q.tenant_id = ?::uuid", tenant)
+// filterMsgPartitions narrows a query of st over partitions (lp) and queues (q) to f's
+// names.
+func filterMsgPartitions(st *stmt, q *bun.SelectQuery, tenant string, f ports.MessageFilter) *bun.SelectQuery {
+	q = q.Where("q.tenant_id = ?::uuid", st.arg(tenant))
 	if f.Queue != "" {
-		q = q.Where("q.name = ?", f.Queue)
+		q = q.Where("q.name = ?", st.arg(f.Queue))
 	}
 	if f.Partition != "" {
-		q = q.Where("lp.name = ?", f.Partition)
+		q = q.Where("lp.name = ?", st.arg(f.Partition))
 	}
 	if f.Namespace != "" {
-		q = q.Where("q.namespace = ?", f.Namespace)
+		q = q.Where("q.namespace = ?", st.arg(f.Namespace))
 	}
 	if f.Task != "" {
-		q = q.Where("q.task = ?", f.Task)
+		q = q.Where("q.task = ?", st.arg(f.Task))
 	}
 	return q
 }
@@ -172,29 +174,31 @@ func (a *Admin) BrowseSegments(ctx context.Context, tenant string, f ports.Messa
 			if err := tx.NewSelect().ColumnExpr("now()").Scan(ctx, &page.Now); err != nil {
 				return err
 			}
-			recent := tx.NewSelect().
+			st := newStmt(tx)
+			recent := st.NewSelect().
 				TableExpr("queen.log_txns AS t").
 				ColumnExpr("t.partition_id, t.base_offset, t.end_offset, t.created_at").
 				Where("t.partition_id = lp.id").
 				Where("t.end_offset >= greatest(lp.log_start, lp.txns_start)").
-				Where("t.created_at >= ?", f.From)
+				Where("t.created_at >= ?", st.arg(f.From))
 			if !f.To.IsZero() {
-				recent = recent.Where("t.created_at <= ?", f.To)
+				recent = recent.Where("t.created_at <= ?", st.arg(f.To))
 			}
 			if after != nil {
+				at, pid := st.arg(after.CreatedAt), st.arg(after.PartitionID)
 				recent = recent.Where("(t.created_at < ? OR (t.created_at = ? AND (t.partition_id > ?::uuid OR (t.partition_id = ?::uuid AND t.end_offset < ?))))",
-					after.CreatedAt, after.CreatedAt, after.PartitionID, after.PartitionID, after.EndOffset)
+					at, at, pid, pid, st.arg(after.EndOffset))
 			}
 			recent = recent.OrderExpr("t.end_offset DESC").Limit(int64(limit))
-			q := tx.NewSelect().
+			q := st.NewSelect().
 				TableExpr("queen.log_partitions AS lp").
 				Join("JOIN queen.queues AS q ON q.id = lp.queue_id").
 				Join("CROSS JOIN LATERAL (?) AS t", recent).
 				ColumnExpr("t.partition_id::text AS partition_id, t.base_offset, t.end_offset, t.created_at").
-				Where("lp.last_write_at >= ?", f.From.Add(-msgWriteSlack)).
+				Where("lp.last_write_at >= ?", st.arg(f.From.Add(-msgWriteSlack))).
 				Where("lp.last_offset >= greatest(lp.log_start, lp.txns_start)")
 			var rows []msgSegmentRow
-			if err := filterMsgPartitions(q, tenant, f).
+			if err := filterMsgPartitions(st, q, tenant, f).
 				OrderExpr("t.created_at DESC, t.partition_id, t.end_offset DESC").
 				Limit(int64(limit)).
 				Scan(ctx, &rows); err != nil {
@@ -237,10 +241,11 @@ func msgDeadOffsets(ctx context.Context, db bun.IDB, segs []msgSegmentRow) ([]po
 		PartitionID string `bun:"partition_id"`
 		Offset      int64  `bun:"msg_offset"`
 	}
-	if err := db.NewSelect().
+	st := newStmt(db)
+	if err := st.NewSelect().
 		TableExpr("queen.dlq AS d").
 		Join("JOIN unnest(?::uuid[], ?::int8[], ?::int8[]) AS r(pid, lo, hi) ON d.partition_id = r.pid AND d.msg_offset BETWEEN r.lo AND r.hi",
-			pgdialect.Array(pids), pgdialect.Array(los), pgdialect.Array(his)).
+			st.arg(pids), st.arg(los), st.arg(his)).
 		Distinct().
 		ColumnExpr("d.partition_id::text AS partition_id, d.msg_offset").
 		Scan(ctx, &rows); err != nil {
@@ -261,13 +266,15 @@ func (a *Admin) BrowseModes(ctx context.Context, tenant string, f ports.MessageF
 		Named     int  `bun:"named"`
 	}
 	err := a.run(ctx, "browse modes", func(ctx context.Context, c bun.Conn) error {
-		q := c.NewSelect().
+		st := newStmt(c)
+		mode := st.arg(ports.QueueModeGroup)
+		q := st.NewSelect().
 			TableExpr("queen.log_consumers AS lc").
 			Join("JOIN queen.log_partitions AS lp ON lp.id = lc.partition_id").
 			Join("JOIN queen.queues AS q ON q.id = lp.queue_id").
-			ColumnExpr("coalesce(bool_or(lc.consumer_group = ?), false) AS queue_mode", ports.QueueModeGroup).
-			ColumnExpr("count(DISTINCT lc.consumer_group) FILTER (WHERE lc.consumer_group <> ?) AS named", ports.QueueModeGroup)
-		return filterMsgPartitions(q, tenant, f).Scan(ctx, &m)
+			ColumnExpr("coalesce(bool_or(lc.consumer_group = ?), false) AS queue_mode", mode).
+			ColumnExpr("count(DISTINCT lc.consumer_group) FILTER (WHERE lc.consumer_group <> ?) AS named", mode)
+		return filterMsgPartitions(st, q, tenant, f).Scan(ctx, &m)
 	})
 	return ports.GroupModes{QueueMode: m.QueueMode, NamedGroups: m.Named}, err
 }
@@ -297,10 +304,11 @@ func (a *Admin) SegmentBlobs(ctx context.Context, refs []ports.SegmentRef) ([]po
 	}
 	var rows []msgBlobRow
 	err := a.run(ctx, "segment blobs", func(ctx context.Context, c bun.Conn) error {
-		return c.NewSelect().
+		st := newStmt(c)
+		return st.NewSelect().
 			TableExpr("queen.log_segments AS s").
 			Join("JOIN unnest(?::uuid[], ?::int8[]) AS r(pid, base) ON s.partition_id = r.pid AND s.base_offset = r.base",
-				pgdialect.Array(pids), pgdialect.Array(bases)).
+				st.arg(pids), st.arg(bases)).
 			ColumnExpr("s.partition_id::text AS partition_id, s.base_offset, s.msg_count, s.created_at, s.blob").
 			Scan(ctx, &rows)
 	})
@@ -318,10 +326,11 @@ func (a *Admin) SegmentBlobs(ctx context.Context, refs []ports.SegmentRef) ([]po
 // primary-key probe); found is false when there is none.
 func msgSegmentCovering(ctx context.Context, db bun.IDB, pid string, off int64) (ports.StoredSegment, bool, error) {
 	var r msgBlobRow
-	err := db.NewSelect().
+	st := newStmt(db)
+	err := st.NewSelect().
 		TableExpr("queen.log_segments AS s").
 		ColumnExpr("s.partition_id::text AS partition_id, s.base_offset, s.msg_count, s.created_at, s.blob").
-		Where("s.partition_id = ?::uuid AND s.base_offset <= ?", pid, off).
+		Where("s.partition_id = ?::uuid AND s.base_offset <= ?", st.arg(pid), st.arg(off)).
 		OrderExpr("s.base_offset DESC").
 		Limit(1).
 		Scan(ctx, &r)
@@ -352,14 +361,16 @@ func (a *Admin) FindMessage(ctx context.Context, tenant, partitionID string, has
 			}
 			p := parts[0]
 			var off int64
-			err = tx.NewSelect().
+			st := newStmt(tx)
+			first, h := st.arg(p.First), st.arg(hash[:])
+			err = st.NewSelect().
 				TableExpr("queen.log_txns AS t").
 				Join("CROSS JOIN LATERAL generate_series(0, (t.end_offset - t.base_offset)::integer) AS k(k)").
 				ColumnExpr("t.base_offset + k.k AS off").
-				Where("t.partition_id = ?::uuid AND t.end_offset >= ?", partitionID, p.First).
-				Where("position(?::bytea IN t.hashes) > 0", hash[:]).
-				Where("substring(t.hashes FROM k.k * 16 + 1 FOR 16) = ?::bytea", hash[:]).
-				Where("t.base_offset + k.k BETWEEN ? AND ?", p.First, p.LastOffset).
+				Where("t.partition_id = ?::uuid AND t.end_offset >= ?", st.arg(partitionID), first).
+				Where("position(?::bytea IN t.hashes) > 0", h).
+				Where("substring(t.hashes FROM k.k * 16 + 1 FOR 16) = ?::bytea", h).
+				Where("t.base_offset + k.k BETWEEN ? AND ?", first, st.arg(p.LastOffset)).
 				OrderExpr("off DESC").
 				Limit(1).
 				Scan(ctx, &off)
@@ -374,11 +385,12 @@ func (a *Admin) FindMessage(ctx context.Context, tenant, partitionID string, has
 				return err
 			}
 			var dead []dlqRow
-			if err := tx.NewSelect().
+			st = newStmt(tx)
+			if err := st.NewSelect().
 				TableExpr("queen.dlq AS d").
 				ColumnExpr("d.id::text AS id, d.partition_id::text AS partition_id, d.consumer_group, d.msg_offset").
 				ColumnExpr("d.transaction_id, d.error_message, d.retry_count, d.created_at, d.failed_at").
-				Where("d.partition_id = ?::uuid AND d.msg_offset = ?", partitionID, off).
+				Where("d.partition_id = ?::uuid AND d.msg_offset = ?", st.arg(partitionID), st.arg(off)).
 				OrderExpr("d.failed_at DESC, d.id DESC").
 				Scan(ctx, &dead); err != nil {
 				return err
@@ -403,11 +415,12 @@ func (a *Admin) SegmentAt(ctx context.Context, tenant, partitionID string, offse
 	)
 	err := a.run(ctx, "segment at", func(ctx context.Context, c bun.Conn) error {
 		var first int64
-		err := c.NewSelect().
+		st := newStmt(c)
+		err := st.NewSelect().
 			TableExpr("queen.log_partitions AS lp").
 			Join("JOIN queen.queues AS q ON q.id = lp.queue_id").
 			ColumnExpr("lp.log_start").
-			Where("lp.id = ?::uuid AND q.tenant_id = ?::uuid", partitionID, tenant).
+			Where("lp.id = ?::uuid AND q.tenant_id = ?::uuid", st.arg(partitionID), st.arg(tenant)).
 			Scan(ctx, &first)
 		if errors.Is(err, sql.ErrNoRows) || (err == nil && offset < first) {
 			return nil
@@ -425,11 +438,13 @@ func (a *Admin) SegmentAt(ctx context.Context, tenant, partitionID string, offse
 func (a *Admin) NewestDeadLetter(ctx context.Context, tenant, partitionID, transactionID string) (string, bool, error) {
 	var id string
 	err := a.run(ctx, "newest dead letter", func(ctx context.Context, c bun.Conn) error {
-		return c.NewSelect().
+		st := newStmt(c)
+		return st.NewSelect().
 			TableExpr("queen.dlq AS d").
 			Join("JOIN queen.queues AS q ON q.id = d.queue_id").
 			ColumnExpr("d.id::text").
-			Where("q.tenant_id = ?::uuid AND d.partition_id = ?::uuid AND d.transaction_id = ?", tenant, partitionID, transactionID).
+			Where("q.tenant_id = ?::uuid AND d.partition_id = ?::uuid AND d.transaction_id = ?",
+				st.arg(tenant), st.arg(partitionID), st.arg(transactionID)).
 			OrderExpr("d.failed_at DESC, d.id DESC").
 			Limit(1).
 			Scan(ctx, &id)
@@ -454,11 +469,13 @@ func (a *Admin) MoveDeadLetter(ctx context.Context, tenant, id string, move func
 	err := a.run(ctx, "move dead letter", func(ctx context.Context, c bun.Conn) error {
 		res = ports.DeadLetterMove{}
 		return inTx(ctx, c, func(tx bun.Tx) error {
-			if _, err := tx.NewRaw("SELECT pg_advisory_xact_lock(hashtextextended(?, 0))", "queen.dlq-move:"+id).Exec(ctx); err != nil {
+			lock := newStmt(tx)
+			if _, err := lock.NewRaw("SELECT pg_advisory_xact_lock(hashtextextended(?, 0))", lock.arg("queen.dlq-move:"+id)).Exec(ctx); err != nil {
 				return err
 			}
 			var row dlqRow
-			err := selectDeadLetters(tx, tenant).Where("d.id = ?::uuid", id).Scan(ctx, &row)
+			st := newStmt(tx)
+			err := selectDeadLetters(st, tenant).Where("d.id = ?::uuid", st.arg(id)).Scan(ctx, &row)
 			if errors.Is(err, sql.ErrNoRows) {
 				return nil
 			}
@@ -474,7 +491,8 @@ func (a *Admin) MoveDeadLetter(ctx context.Context, tenant, id string, move func
 			if !remove {
 				return nil
 			}
-			r, err := tx.NewDelete().TableExpr("queen.dlq").Where("id = ?::uuid", id).Exec(ctx)
+			del := newStmt(tx)
+			r, err := del.NewDelete().TableExpr("queen.dlq").Where("id = ?::uuid", del.arg(id)).Exec(ctx)
 			if err != nil {
 				return err
 			}
@@ -496,10 +514,11 @@ func (a *Admin) MoveDeadLetter(ctx context.Context, tenant, id string, move func
 func (a *Admin) DeleteDeadLetters(ctx context.Context, tenant, partitionID, transactionID string) (int64, error) {
 	var n int64
 	err := a.run(ctx, "delete dead letters", func(ctx context.Context, c bun.Conn) error {
-		r, err := c.NewDelete().
+		st := newStmt(c)
+		r, err := st.NewDelete().
 			TableExpr("queen.dlq AS d").
-			Where("d.partition_id = ?::uuid AND d.transaction_id = ?", partitionID, transactionID).
-			Where("EXISTS (SELECT 1 FROM queen.queues AS q WHERE q.id = d.queue_id AND q.tenant_id = ?::uuid)", tenant).
+			Where("d.partition_id = ?::uuid AND d.transaction_id = ?", st.arg(partitionID), st.arg(transactionID)).
+			Where("EXISTS (SELECT 1 FROM queen.queues AS q WHERE q.id = d.queue_id AND q.tenant_id = ?::uuid)", st.arg(tenant)).
 			Exec(ctx)
 		if err != nil {
 			return err
@@ -517,16 +536,17 @@ func (a *Admin) PurgeDeadLetters(ctx context.Context, tenant, queue, group strin
 	for {
 		var n int64
 		err := a.run(ctx, "purge dead letters", func(ctx context.Context, c bun.Conn) error {
-			batch := c.NewSelect().
+			st := newStmt(c)
+			batch := st.NewSelect().
 				TableExpr("queen.dlq AS d").
 				Join("JOIN queen.queues AS q ON q.id = d.queue_id").
 				Column("d.id").
-				Where("q.tenant_id = ?::uuid AND q.name = ?", tenant, queue).
+				Where("q.tenant_id = ?::uuid AND q.name = ?", st.arg(tenant), st.arg(queue)).
 				Limit(int64(dlqPurgeBatch))
 			if group != "" {
-				batch = batch.Where("d.consumer_group = ?", group)
+				batch = batch.Where("d.consumer_group = ?", st.arg(group))
 			}
-			r, err := c.NewDelete().TableExpr("queen.dlq").Where("id IN (?)", batch).Exec(ctx)
+			r, err := st.NewDelete().TableExpr("queen.dlq").Where("id IN (?)", batch).Exec(ctx)
 			if err != nil {
 				return err
 			}

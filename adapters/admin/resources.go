@@ -58,19 +58,19 @@ func resNullIfEmpty(s string) *string {
 	return &s
 }
 
-// resSelectQueues is the tenant's queues matching f, as a subquery (alias q).
-func resSelectQueues(db bun.IDB, tenant string, f ports.ResourceFilter) *bun.SelectQuery {
-	q := db.NewSelect().TableExpr("queen.queues AS q").
+// resSelectQueues is the tenant's queues matching f, as a subquery (alias q) of st.
+func resSelectQueues(st *stmt, tenant string, f ports.ResourceFilter) *bun.SelectQuery {
+	q := st.NewSelect().TableExpr("queen.queues AS q").
 		Column("q.id", "q.name", "q.namespace", "q.task", "q.created_at").
-		Where("q.tenant_id = ?::uuid", tenant)
+		Where("q.tenant_id = ?::uuid", st.arg(tenant))
 	if f.Queue != "" {
-		q = q.Where("q.name = ?", f.Queue)
+		q = q.Where("q.name = ?", st.arg(f.Queue))
 	}
 	if f.Namespace != "" {
-		q = q.Where("q.namespace = ?", f.Namespace)
+		q = q.Where("q.namespace = ?", st.arg(f.Namespace))
 	}
 	if f.Task != "" {
-		q = q.Where("q.task = ?", f.Task)
+		q = q.Where("q.task = ?", st.arg(f.Task))
 	}
 	return q
 }
@@ -91,7 +91,8 @@ type resListRow struct {
 func (a *Admin) ListQueues(ctx context.Context, tenant string, f ports.ResourceFilter, p ports.ResourcePage) ([]ports.QueueResource, int64, error) {
 	var rows []resListRow
 	err := a.run(ctx, "list queues", func(ctx context.Context, c bun.Conn) error {
-		return c.NewRaw(`
+		st := newStmt(c)
+		return st.NewRaw(`
 WITH sel AS (?),
 page AS (SELECT * FROM sel ORDER BY name LIMIT ? OFFSET ?)
 SELECT m.matching, q.id::text AS id, q.name, q.namespace, q.task, q.created_at,
@@ -104,7 +105,7 @@ SELECT m.matching, q.id::text AS id, q.name, q.namespace, q.task, q.created_at,
                        FROM queen.log_partition_counts_v1(q.id) pc) n ON q.id IS NOT NULL
   LEFT JOIN LATERAL (SELECT count(*) AS dead_letter FROM queen.dlq dl WHERE dl.queue_id = q.id) d ON q.id IS NOT NULL
  ORDER BY q.name`,
-			resSelectQueues(c, tenant, f), p.Limit, p.Offset).Scan(ctx, &rows)
+			resSelectQueues(st, tenant, f), st.arg(p.Limit), st.arg(p.Offset)).Scan(ctx, &rows)
 	})
 	if err != nil {
 		return nil, 0, err
@@ -163,7 +164,8 @@ func (a *Admin) QueueDetail(ctx context.Context, tenant, queue string, p ports.R
 	)
 	err := a.run(ctx, "queue detail", func(ctx context.Context, c bun.Conn) error {
 		return resReadOnly(ctx, c, func(tx bun.Tx) error {
-			err := tx.NewSelect().Model(&row).Where("tenant_id = ?::uuid AND name = ?", tenant, queue).Scan(ctx)
+			st := newStmt(tx)
+			err := st.NewSelect().Model(&row).Where("tenant_id = ?::uuid AND name = ?", st.arg(tenant), st.arg(queue)).Scan(ctx)
 			if errors.Is(err, sql.ErrNoRows) {
 				return nil
 			}
@@ -171,19 +173,21 @@ func (a *Admin) QueueDetail(ctx context.Context, tenant, queue string, p ports.R
 				return err
 			}
 			found = true
-			if err := tx.NewRaw(`
+			st = newStmt(tx)
+			if err := st.NewRaw(`
 SELECT `+resCountColumns+`,
        (SELECT count(*) FROM queen.dlq dl WHERE dl.queue_id = ?0::uuid) AS dead_letter
-  FROM queen.log_partition_counts_v1(?0::uuid) pc`, row.ID).Scan(ctx, &totals); err != nil {
+  FROM queen.log_partition_counts_v1(?0::uuid) pc`, st.arg(row.ID)).Scan(ctx, &totals); err != nil {
 				return err
 			}
-			return tx.NewRaw(`
+			st = newStmt(tx)
+			return st.NewRaw(`
 SELECT pc.partition_id::text AS id, pc.name, pc.created_at, pc.total, pc.pending, pc.processing,
        (SELECT count(*) FROM queen.dlq dl WHERE dl.partition_id = pc.partition_id) AS dead_letter,
        pc.consumed, pc.last_activity, rs.oldest, rs.newest
   FROM (SELECT * FROM queen.log_partition_counts_v1(?::uuid) ORDER BY name LIMIT ? OFFSET ?) pc
   LEFT JOIN LATERAL queen.log_retained_span_v1(pc.partition_id, pc.log_start) rs ON pc.total > 0
- ORDER BY pc.name`, row.ID, p.Limit, p.Offset).Scan(ctx, &page)
+ ORDER BY pc.name`, st.arg(row.ID), st.arg(p.Limit), st.arg(p.Offset)).Scan(ctx, &page)
 		})
 	})
 	if err != nil || !found {
@@ -226,7 +230,8 @@ func (a *Admin) QueueDepth(ctx context.Context, tenant, queue, group string, p p
 	err := a.run(ctx, "queue depth", func(ctx context.Context, c bun.Conn) error {
 		return resReadOnly(ctx, c, func(tx bun.Tx) error {
 			var heads []resDepthHead
-			if err := tx.NewRaw(`
+			st := newStmt(tx)
+			if err := st.NewRaw(`
 SELECT true AS found, q.id::text AS queue_id,
        coalesce(sum(pc.pending), 0)::bigint AS pending,
        coalesce(sum(pc.processing), 0)::bigint AS processing,
@@ -235,18 +240,19 @@ SELECT true AS found, q.id::text AS queue_id,
   FROM queen.queues q
   LEFT JOIN LATERAL queen.log_partition_counts_v1(q.id, ?::text) pc ON true
  WHERE q.tenant_id = ?::uuid AND q.name = ?
- GROUP BY q.id`, g, tenant, queue).Scan(ctx, &heads); err != nil {
+ GROUP BY q.id`, st.arg(g), st.arg(tenant), st.arg(queue)).Scan(ctx, &heads); err != nil {
 				return err
 			}
 			if len(heads) == 0 {
 				return nil
 			}
 			head = heads[0]
-			return tx.NewRaw(`
+			st = newStmt(tx)
+			return st.NewRaw(`
 SELECT pc.name, pc.pending, pc.processing
   FROM queen.log_partition_counts_v1(?::uuid, ?::text) pc
  ORDER BY pc.name
- LIMIT ? OFFSET ?`, *head.QueueID, g, p.Limit, p.Offset).Scan(ctx, &page)
+ LIMIT ? OFFSET ?`, st.arg(*head.QueueID), st.arg(g), st.arg(p.Limit), st.arg(p.Offset)).Scan(ctx, &page)
 		})
 	})
 	if err != nil || !head.Found {
@@ -277,7 +283,8 @@ func (a *Admin) CountsBy(ctx context.Context, tenant string, key ports.ResourceK
 	}
 	var rows []resKeyRow
 	err := a.readTx(ctx, "counts by "+col, resWideSettings, func(ctx context.Context, c bun.Tx) error {
-		return c.NewRaw(`
+		st := newStmt(c)
+		return st.NewRaw(`
 SELECT c.?0 AS key, count(*) AS queues,
        coalesce(sum(c.partitions), 0)::bigint AS partitions, coalesce(sum(c.total), 0)::bigint AS total,
        coalesce(sum(c.pending), 0)::bigint AS pending, coalesce(sum(c.processing), 0)::bigint AS processing
@@ -285,7 +292,7 @@ SELECT c.?0 AS key, count(*) AS queues,
  WHERE c.?0 <> ''
  GROUP BY c.?0
  ORDER BY c.?0
- LIMIT ?2 OFFSET ?3`, bun.Ident(col), tenant, p.Limit, p.Offset).Scan(ctx, &rows)
+ LIMIT ?2 OFFSET ?3`, bun.Ident(col), st.arg(tenant), st.arg(p.Limit), st.arg(p.Offset)).Scan(ctx, &rows)
 	})
 	if err != nil {
 		return nil, err
@@ -309,7 +316,8 @@ type resOverviewRow struct {
 func (a *Admin) Overview(ctx context.Context, tenant string) (ports.ResourceOverview, error) {
 	var r resOverviewRow
 	err := a.readTx(ctx, "overview", resWideSettings, func(ctx context.Context, c bun.Tx) error {
-		return c.NewRaw(`
+		st := newStmt(c)
+		return st.NewRaw(`
 SELECT count(*) AS queues,
        count(DISTINCT nullif(c.namespace, '')) AS namespaces,
        count(DISTINCT nullif(c.task, '')) AS tasks,
@@ -319,7 +327,7 @@ SELECT count(*) AS queues,
        (SELECT count(DISTINCT cg.name) FROM queen.consumer_groups cg
           JOIN queen.queues cq ON cq.id = cg.queue_id
          WHERE cq.tenant_id = ?0::uuid) AS consumer_groups
-  FROM queen.log_queue_counts_v1(?0::uuid) c`, tenant).Scan(ctx, &r)
+  FROM queen.log_queue_counts_v1(?0::uuid) c`, st.arg(tenant)).Scan(ctx, &r)
 	})
 	if err != nil {
 		return ports.ResourceOverview{}, err
@@ -345,7 +353,8 @@ func (a *Admin) Status(ctx context.Context, tenant string, f ports.ResourceFilte
 		settings = groupNoJIT // one queue: its partitions by index probes (nested loops)
 	}
 	err := a.readTx(ctx, "status", settings, func(ctx context.Context, c bun.Tx) error {
-		return c.NewRaw(`
+		st := newStmt(c)
+		return st.NewRaw(`
 SELECT count(*) AS queues,
        coalesce(sum(c.partitions), 0)::bigint AS partitions, coalesce(sum(c.total), 0)::bigint AS total,
        coalesce(sum(c.pending), 0)::bigint AS pending, coalesce(sum(c.processing), 0)::bigint AS processing,
@@ -353,7 +362,7 @@ SELECT count(*) AS queues,
        coalesce(sum(c.leased), 0)::bigint AS leased, coalesce(sum(c.dlq_partitions), 0)::bigint AS dlq_partitions,
        coalesce(sum(c.dead_letter), 0)::bigint AS dead_letter
   FROM queen.log_queue_counts_v1(?::uuid, ?::text, ?::text, ?::text) c`,
-			tenant, resNullIfEmpty(f.Queue), resNullIfEmpty(f.Namespace), resNullIfEmpty(f.Task)).Scan(ctx, &r)
+			st.arg(tenant), st.arg(resNullIfEmpty(f.Queue)), st.arg(resNullIfEmpty(f.Namespace)), st.arg(resNullIfEmpty(f.Task))).Scan(ctx, &r)
 	})
 	if err != nil {
 		return ports.ResourceStatus{}, err

@@ -4,9 +4,11 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"reflect"
 	"time"
 
 	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/schema"
 
 	"github.com/queen-go/queen/ports"
 )
@@ -29,14 +31,9 @@ type traceRow struct {
 	ExpiresAt     time.Time `bun:"expires_at"`
 }
 
-// traceNameRow is a row of queen.message_trace_names.
-type traceNameRow struct {
-	bun.BaseModel `bun:"table:queen.message_trace_names,alias:n"`
-
-	TenantID  string    `bun:"tenant_id,type:uuid"`
-	Name      string    `bun:"trace_name"`
-	CreatedAt time.Time `bun:"created_at"`
-	TraceID   string    `bun:"trace_id,type:uuid"`
+// traceTable is traceRow's table, as bun describes it.
+func traceTable(db bun.IDB) *schema.Table {
+	return db.Dialect().Tables().Get(reflect.TypeFor[traceRow]())
 }
 
 // traceView is a trace as read back, with its partition's names ("" once it is gone).
@@ -69,10 +66,11 @@ func (v *traceView) port() ports.Trace {
 	return t
 }
 
-// selectTraces selects live traces (alias t) with their partition's names, as traceView.
-// Expired traces the insert batches have not deleted yet are left out.
-func selectTraces(db bun.IDB) *bun.SelectQuery {
-	return db.NewSelect().
+// selectTraces is a query of st selecting live traces (alias t) with their partition's
+// names, as traceView. Expired traces the insert batches have not deleted yet are left
+// out.
+func selectTraces(st *stmt) *bun.SelectQuery {
+	return st.NewSelect().
 		TableExpr("queen.message_traces AS t").
 		Join("LEFT JOIN queen.log_partitions AS lp ON lp.id = t.partition_id").
 		Join("LEFT JOIN queen.queues AS q ON q.id = lp.queue_id").
@@ -100,12 +98,13 @@ func (a *Admin) AddTrace(ctx context.Context, tenant string, t ports.NewTrace, l
 				PartitionName string `bun:"partition_name"`
 				ports.QueueOptions
 			}
-			err := tx.NewSelect().
+			st := newStmt(tx)
+			err := st.NewSelect().
 				TableExpr("queen.log_partitions AS lp").
 				Join("JOIN queen.queues AS q ON q.id = lp.queue_id").
 				ColumnExpr("q.name AS queue_name, lp.name AS partition_name").
 				ColumnExpr(msgQueueOptionColumns).
-				Where("lp.id = ?::uuid AND q.tenant_id = ?::uuid", t.PartitionID, tenant).
+				Where("lp.id = ?::uuid AND q.tenant_id = ?::uuid", st.arg(t.PartitionID), st.arg(tenant)).
 				Scan(ctx, &target)
 			if errors.Is(err, sql.ErrNoRows) {
 				return nil
@@ -119,30 +118,34 @@ func (a *Admin) AddTrace(ctx context.Context, tenant string, t ports.NewTrace, l
 				row.Names = []string{}
 			}
 			secs := lifetime(target.QueueOptions).Seconds()
-			if _, err := tx.NewInsert().Model(&row).
-				Value("expires_at", "now() + make_interval(secs => ?)", secs).
+			st = newStmt(tx)
+			if _, err := st.bindModel(st.NewInsert().Model(&row), traceTable(tx), reflect.ValueOf(row), "expires_at").
+				Value("expires_at", "now() + make_interval(secs => ?)", st.arg(secs)).
 				Returning("id, created_at").
 				Exec(ctx); err != nil {
 				return err
 			}
 			if len(t.Names) > 0 {
-				names := make([]traceNameRow, len(t.Names))
-				for i, n := range t.Names {
-					names[i] = traceNameRow{TenantID: tenant, Name: n, CreatedAt: row.CreatedAt, TraceID: row.ID}
-				}
-				if _, err := tx.NewInsert().Model(&names).Exec(ctx); err != nil {
+				// One row per name, from one array: a multi-row insert of the model would
+				// write each row's values into the text.
+				st = newStmt(tx)
+				if _, err := st.NewRaw(`
+INSERT INTO queen.message_trace_names (tenant_id, trace_name, created_at, trace_id)
+SELECT ?::uuid, n.name, ?, ?::uuid FROM unnest(?::text[]) AS n(name)`,
+					st.arg(tenant), st.arg(row.CreatedAt), st.arg(row.ID), st.arg(t.Names)).Exec(ctx); err != nil {
 					return err
 				}
 			}
 			if expire > 0 {
-				expired := tx.NewSelect().
+				st = newStmt(tx)
+				expired := st.NewSelect().
 					TableExpr("queen.message_traces").
 					Column("id").
 					Where("expires_at < now()").
 					OrderExpr("expires_at").
 					Limit(int64(expire)).
 					For("UPDATE SKIP LOCKED")
-				if _, err := tx.NewDelete().TableExpr("queen.message_traces").
+				if _, err := st.NewDelete().TableExpr("queen.message_traces").
 					Where("id IN (?)", expired).Exec(ctx); err != nil {
 					return err
 				}
@@ -158,9 +161,10 @@ func (a *Admin) AddTrace(ctx context.Context, tenant string, t ports.NewTrace, l
 
 // MessageTraces implements ports.TraceStore through message_traces_message.
 func (a *Admin) MessageTraces(ctx context.Context, tenant, partitionID, transactionID string, limit int) ([]ports.Trace, error) {
-	return a.readTraces(ctx, "message traces", func(db bun.IDB) *bun.SelectQuery {
-		return selectTraces(db).
-			Where("t.tenant_id = ?::uuid AND t.partition_id = ?::uuid AND t.transaction_id = ?", tenant, partitionID, transactionID).
+	return a.readTraces(ctx, "message traces", func(st *stmt) *bun.SelectQuery {
+		return selectTraces(st).
+			Where("t.tenant_id = ?::uuid AND t.partition_id = ?::uuid AND t.transaction_id = ?",
+				st.arg(tenant), st.arg(partitionID), st.arg(transactionID)).
 			OrderExpr("t.created_at, t.id").
 			Limit(int64(limit))
 	})
@@ -169,20 +173,20 @@ func (a *Admin) MessageTraces(ctx context.Context, tenant, partitionID, transact
 // TracesByName implements ports.TraceStore: the name rows' primary key read backwards
 // (newest first), joined to their traces.
 func (a *Admin) TracesByName(ctx context.Context, tenant, name string, limit, offset int) ([]ports.Trace, error) {
-	return a.readTraces(ctx, "traces by name", func(db bun.IDB) *bun.SelectQuery {
-		return selectTraces(db).
+	return a.readTraces(ctx, "traces by name", func(st *stmt) *bun.SelectQuery {
+		return selectTraces(st).
 			Join("JOIN queen.message_trace_names AS n ON n.trace_id = t.id").
-			Where("n.tenant_id = ?::uuid AND n.trace_name = ?", tenant, name).
+			Where("n.tenant_id = ?::uuid AND n.trace_name = ?", st.arg(tenant), st.arg(name)).
 			OrderExpr("n.created_at DESC, n.trace_id DESC").
 			Limit(int64(limit)).
 			Offset(int64(offset))
 	})
 }
 
-func (a *Admin) readTraces(ctx context.Context, op string, query func(bun.IDB) *bun.SelectQuery) ([]ports.Trace, error) {
+func (a *Admin) readTraces(ctx context.Context, op string, query func(*stmt) *bun.SelectQuery) ([]ports.Trace, error) {
 	var rows []traceView
 	if err := a.run(ctx, op, func(ctx context.Context, c bun.Conn) error {
-		return query(c).Scan(ctx, &rows)
+		return query(newStmt(c)).Scan(ctx, &rows)
 	}); err != nil {
 		return nil, err
 	}
@@ -203,13 +207,14 @@ func (a *Admin) TraceNames(ctx context.Context, tenant string, limit, offset int
 		LastSeen time.Time `bun:"last_seen"`
 	}
 	err := a.run(ctx, "trace names", func(ctx context.Context, c bun.Conn) error {
-		return c.NewSelect().
+		st := newStmt(c)
+		return st.NewSelect().
 			TableExpr("queen.message_trace_names AS n").
 			Join("JOIN queen.message_traces AS t ON t.id = n.trace_id").
 			ColumnExpr("n.trace_name, count(*) AS traces").
 			ColumnExpr("count(DISTINCT (t.partition_id, t.transaction_id)) AS messages").
 			ColumnExpr("max(n.created_at) AS last_seen").
-			Where("n.tenant_id = ?::uuid AND t.expires_at > now()", tenant).
+			Where("n.tenant_id = ?::uuid AND t.expires_at > now()", st.arg(tenant)).
 			GroupExpr("n.trace_name").
 			OrderExpr("last_seen DESC, n.trace_name").
 			Limit(int64(limit)).
