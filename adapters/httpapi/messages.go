@@ -111,6 +111,9 @@ type msgListResponse struct {
 	Messages []msgListItem `json:"messages"`
 	Mode     msgMode       `json:"mode"`
 	Total    int           `json:"total"` // the page's length, as Queen reports it
+	// Pagination is the paging applied (a limit above the maximum is clamped); Queen
+	// does not send it, and its clients ignore unknown keys (api.md §1).
+	Pagination pagination `json:"pagination"`
 }
 
 // handleMessages is GET /api/v1/messages (api.md §5.8).
@@ -139,7 +142,7 @@ func (a *api) handleMessages(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := msgListResponse{Messages: make([]msgListItem, len(list.Messages)), Mode: msgModeOf(list.Mode),
-		Total: len(list.Messages)}
+		Total: len(list.Messages), Pagination: pagination{list.Limit, list.Offset}}
 	for i := range list.Messages {
 		m := &list.Messages[i]
 		it := msgListItem{

@@ -90,10 +90,15 @@ type resQueue struct {
 
 type resQueuesResponse struct {
 	Queues []resQueue `json:"queues"`
+	// Pagination is the paging applied (a limit above the maximum is clamped) and the
+	// queues matching, as GET /api/v1/status/queues has it; Queen does not send it (it
+	// lists every queue).
+	Pagination statusPagination `json:"pagination"`
 }
 
 // handleResQueues is GET /api/v1/resources/queues (api.md §5.7): namespace, task, limit
-// and offset are honoured; stats is checked.
+// (default: every queue, up to the maximum page) and offset are honoured; stats is
+// checked.
 func (a *api) handleResQueues(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	page, err := resPage(q)
@@ -107,7 +112,8 @@ func (a *api) handleResQueues(w http.ResponseWriter, r *http.Request) {
 		writeError(w, a.opts.Logger, err)
 		return
 	}
-	out := resQueuesResponse{Queues: make([]resQueue, len(list.Queues))}
+	out := resQueuesResponse{Queues: make([]resQueue, len(list.Queues)),
+		Pagination: statusPagination{Limit: list.Limit, Offset: list.Offset, Total: list.Matching}}
 	for i, s := range list.Queues {
 		out.Queues[i] = resQueue{ID: s.ID, Name: s.Name, Namespace: s.Namespace, Task: s.Task,
 			CreatedAt: resTime(s.CreatedAt), Partitions: s.Partitions, RetainedBytes: s.RetainedBytes,

@@ -152,12 +152,12 @@ func (a *api) handleTracesByName(w http.ResponseWriter, r *http.Request) {
 		writeError(w, a.opts.Logger, err)
 		return
 	}
-	ts, err := a.Traces.ByName(r.Context(), a.opts.Tenant, mux.Vars(r)["traceName"], limit, offset)
+	ts, page, err := a.Traces.ByName(r.Context(), a.opts.Tenant, mux.Vars(r)["traceName"], limit, offset)
 	if err != nil {
 		writeError(w, a.opts.Logger, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, tracesPageResponse{Traces: traceItems(ts), Pagination: pagination{limit, offset}})
+	writeJSON(w, http.StatusOK, tracesPageResponse{Traces: traceItems(ts), Pagination: pagination{page.Limit, page.Offset}})
 }
 
 type traceNameItem struct {
@@ -180,12 +180,12 @@ func (a *api) handleTraceNames(w http.ResponseWriter, r *http.Request) {
 		writeError(w, a.opts.Logger, err)
 		return
 	}
-	ns, err := a.Traces.Names(r.Context(), a.opts.Tenant, limit, offset)
+	ns, page, err := a.Traces.Names(r.Context(), a.opts.Tenant, limit, offset)
 	if err != nil {
 		writeError(w, a.opts.Logger, err)
 		return
 	}
-	out := traceNamesResponse{Names: make([]traceNameItem, len(ns)), Pagination: pagination{limit, offset}}
+	out := traceNamesResponse{Names: make([]traceNameItem, len(ns)), Pagination: pagination{page.Limit, page.Offset}}
 	for i, n := range ns {
 		out.Names[i] = traceNameItem{TraceName: n.Name, TraceCount: n.Traces, MessageCount: n.Messages,
 			LastSeen: n.LastSeen.UTC().Format(timeFormat)}

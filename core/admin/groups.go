@@ -27,8 +27,8 @@ type GroupsOptions struct {
 	// MinLag is the lagging listing's threshold when the request gives none [1 h]
 	// (api.md §5.9: minLagSeconds 3600).
 	MinLag time.Duration
-	// MaxLimit bounds every page, and is the size of a page the request does not size
-	// [1000].
+	// MaxLimit bounds every page (a larger limit is clamped to it), and is the size of
+	// a page the request does not size [1000].
 	MaxLimit int
 	Logger   *slog.Logger
 	// ShareWindow is how long one computation of the group listing serves every caller
@@ -401,15 +401,16 @@ func (g *Groups) seek(ctx context.Context, tenant string, s ports.GroupSeek, to 
 	return SeekOutcome{Group: s.Group, Queue: s.Queue, Partition: s.Partition, Target: to, PartitionsUpdated: r.Partitions}, nil
 }
 
-// page validates q against the bounds and fills in the defaults.
+// page validates q, fills in the defaults and clamps the limit to MaxLimit.
 func (g *Groups) page(q GroupPageQuery) (ports.GroupPage, error) {
 	p := ports.GroupPage{Limit: g.opts.MaxLimit}
 	if q.Limit != nil {
 		p.Limit = *q.Limit
 	}
-	if p.Limit < 0 || p.Limit > g.opts.MaxLimit {
-		return ports.GroupPage{}, inputErrorf("limit", "limit must be between 0 and %d, got %d", g.opts.MaxLimit, p.Limit)
+	if p.Limit < 0 {
+		return ports.GroupPage{}, inputErrorf("limit", "limit must not be negative, got %d", p.Limit)
 	}
+	p.Limit = min(p.Limit, g.opts.MaxLimit)
 	if q.Offset != nil {
 		p.Offset = *q.Offset
 	}

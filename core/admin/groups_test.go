@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"slices"
 	"strings"
@@ -137,7 +138,8 @@ func TestGroupsPaging(t *testing.T) {
 		{"given", GroupPageQuery{Limit: groupsPtr(10), Offset: groupsPtr(20)}, 20, 25, "", ""},
 		{"limit 0", GroupPageQuery{Limit: groupsPtr(0)}, 0, 0, "", ""},
 		{"the maximum", GroupPageQuery{Limit: groupsPtr(1000)}, 0, 25, "", ""},
-		{"over the maximum", GroupPageQuery{Limit: groupsPtr(1001)}, 0, 0, "limit", "between 0 and 1000"},
+		{"over the maximum: clamped", GroupPageQuery{Limit: groupsPtr(1001)}, 0, 25, "", ""},
+		{"what Queen's CLI asks: clamped", GroupPageQuery{Limit: groupsPtr(10000), Offset: groupsPtr(5)}, 5, 25, "", ""},
 		{"negative limit", GroupPageQuery{Limit: groupsPtr(-1)}, 0, 0, "limit", "got -1"},
 		{"negative offset", GroupPageQuery{Offset: groupsPtr(-5)}, 0, 0, "offset", "got -5"},
 	}
@@ -253,7 +255,8 @@ func TestGroupsLagging(t *testing.T) {
 		{"a page of one: the oldest", LaggingQuery{MinLagSeconds: groupsPtr(0), Limit: groupsPtr(1)}, []LaggingPartition{p}, ""},
 		{"negative", LaggingQuery{MinLagSeconds: groupsPtr(-1)}, nil, "minLagSeconds"},
 		{"beyond a duration", LaggingQuery{MinLagSeconds: groupsPtr(maxLagSeconds + 1)}, nil, "minLagSeconds"},
-		{"limit over the maximum", LaggingQuery{Limit: groupsPtr(5000)}, nil, "limit"},
+		{"limit over the maximum: clamped", LaggingQuery{Limit: groupsPtr(5000)}, []LaggingPartition{p}, ""},
+		{"negative limit", LaggingQuery{Limit: groupsPtr(-1)}, nil, "limit"},
 	}
 	g, _ := newTestGroups(w.s)
 	for _, tc := range tests {
@@ -501,5 +504,32 @@ func TestGroupsSeek(t *testing.T) {
 				t.Fatalf("a failed seek announced %+v", *changes)
 			}
 		})
+	}
+}
+
+// A limit above MaxLimit is clamped to it on every group listing.
+func TestGroupsClampTheLimit(t *testing.T) {
+	t.Parallel()
+	w := newMemWorld(t, groupsT)
+	for i := range 5 {
+		w.pushTxns("t", "q", fmt.Sprintf("p%d", i), "m0")
+		w.subscribe("t", "q", fmt.Sprintf("g%d", i))
+	}
+	g := NewGroups(w.s, GroupsOptions{MaxLimit: 3, Logger: resQuietLogger()})
+	ctx := context.Background()
+	for _, limit := range []int{4, 10000, math.MaxInt} {
+		q := GroupPageQuery{Limit: groupsPtr(limit)}
+		list, err := g.List(ctx, "t", q)
+		if err != nil || len(list) != 3 {
+			t.Fatalf("List with limit %d: %d groups, %v; want the 3 of MaxLimit", limit, len(list), err)
+		}
+		desc, err := g.Describe(ctx, "t", "g0", q)
+		if err != nil || len(desc) != 1 || len(desc[0].Partitions) != 3 {
+			t.Fatalf("Describe with limit %d: %+v, %v; want 3 partitions", limit, desc, err)
+		}
+		lag, err := g.Lagging(ctx, "t", LaggingQuery{MinLagSeconds: groupsPtr(0), Limit: groupsPtr(limit)})
+		if err != nil || len(lag) > 3 {
+			t.Fatalf("Lagging with limit %d: %d rows, %v; want at most 3", limit, len(lag), err)
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"math"
 	"slices"
 	"sync"
 	"testing"
@@ -89,8 +90,16 @@ type msgBrowse struct {
 type msgSpy struct {
 	ports.MessageStore
 
-	mu        sync.Mutex
-	blobReads []ports.SegmentRef
+	mu           sync.Mutex
+	blobReads    []ports.SegmentRef
+	browseLimits []int
+}
+
+func (s *msgSpy) BrowseSegments(ctx context.Context, tenant string, f ports.MessageFilter, after *ports.BrowseKey, limit int) (ports.BrowsePage, error) {
+	s.mu.Lock()
+	s.browseLimits = append(s.browseLimits, limit)
+	s.mu.Unlock()
+	return s.MessageStore.BrowseSegments(ctx, tenant, f, after, limit)
 }
 
 func (s *msgSpy) SegmentBlobs(ctx context.Context, refs []ports.SegmentRef) ([]ports.SegmentBlob, error) {
@@ -267,6 +276,44 @@ func TestMessagesListDefaultWindow(t *testing.T) {
 	}
 }
 
+// A limit above the maximum is clamped, not refused (Queen's CLI drains with 10,000):
+// the store is asked for at most a maximum page, and the list says what was applied.
+func TestMessagesListClampsTheLimit(t *testing.T) {
+	t.Parallel()
+	all := []string{"b2", "b1", "r0", "a3", "b0", "a2", "a1", "a0"}
+	for _, tt := range []struct {
+		name      string
+		q         MessageQuery
+		wantLimit int
+		wantStep  int // the store's first step
+	}{
+		{"the maximum", MessageQuery{Limit: MaxMessagesLimit}, MaxMessagesLimit, MaxMessagesLimit},
+		{"what Queen's CLI asks", MessageQuery{Limit: 10000}, min(10000, MaxMessagesLimit), min(10000, MaxMessagesLimit)},
+		{"one above", MessageQuery{Limit: MaxMessagesLimit + 1}, MaxMessagesLimit, MaxMessagesLimit},
+		{"far above, with an offset", MessageQuery{Limit: math.MaxInt32, Offset: 3}, MaxMessagesLimit, MaxMessagesLimit + 3},
+		{"with a status", MessageQuery{Limit: math.MaxInt32, Status: StatusPending}, MaxMessagesLimit, MaxMessagesLimit},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			f := msgBrowseFixture(t)
+			tt.q.From = msgT0.Add(-time.Hour)
+			l, err := f.m.List(context.Background(), "tenant", tt.q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if l.Limit != tt.wantLimit || l.Offset != tt.q.Offset {
+				t.Errorf("applied limit %d offset %d, want %d %d", l.Limit, l.Offset, tt.wantLimit, tt.q.Offset)
+			}
+			if len(f.spy.browseLimits) == 0 || f.spy.browseLimits[0] != tt.wantStep {
+				t.Errorf("store steps %v, want a first step of %d", f.spy.browseLimits, tt.wantStep)
+			}
+			if tt.q.Status == "" && !slices.Equal(msgTxnsOf(l), all[min(tt.q.Offset, len(all)):]) {
+				t.Errorf("listed %v", msgTxnsOf(l))
+			}
+		})
+	}
+}
+
 func TestMessagesListRejectsBadQueries(t *testing.T) {
 	t.Parallel()
 	for _, tt := range []struct {
@@ -276,7 +323,7 @@ func TestMessagesListRejectsBadQueries(t *testing.T) {
 	}{
 		{"unknown status", MessageQuery{Status: "done", Limit: 1}, "status"},
 		{"limit zero", MessageQuery{}, "limit"},
-		{"limit too large", MessageQuery{Limit: MaxMessagesLimit + 1}, "limit"},
+		{"negative limit", MessageQuery{Limit: -1}, "limit"},
 		{"negative offset", MessageQuery{Limit: 1, Offset: -1}, "offset"},
 		{"offset too deep", MessageQuery{Limit: 1, Offset: MaxMessagesOffset + 1}, "offset"},
 		{"to before from", MessageQuery{Limit: 1, From: msgT0, To: msgT0.Add(-time.Nanosecond)}, "to"},

@@ -14,7 +14,8 @@ import (
 
 // ResourcesOptions tunes Resources; zero values take the defaults in brackets.
 type ResourcesOptions struct {
-	// QueuesLimit is the page size of GET /api/v1/resources/queues without a limit [100].
+	// QueuesLimit is the page size of GET /api/v1/resources/queues without a limit
+	// [MaxLimit: every queue, as Queen lists them, up to the clamp].
 	QueuesLimit int
 	// StatusQueuesLimit is the page size of GET /api/v1/status/queues without a limit,
 	// and the number of queues GET /api/v1/status lists [100, api.md §5.11].
@@ -22,7 +23,7 @@ type ResourcesOptions struct {
 	// PartitionsLimit is the number of partitions a queue detail or depth read lists
 	// without a limit [1000].
 	PartitionsLimit int
-	// MaxLimit bounds every page: a larger limit is refused [1000].
+	// MaxLimit bounds every page: a larger limit is clamped to it [1000].
 	MaxLimit int
 	// EstimateTTL is how long one read of the storage totals serves the size estimates
 	// of the queue listings [30 s].
@@ -42,17 +43,17 @@ type ResourcesOptions struct {
 }
 
 func (o *ResourcesOptions) defaults() {
+	if o.MaxLimit <= 0 {
+		o.MaxLimit = 1000
+	}
 	if o.QueuesLimit <= 0 {
-		o.QueuesLimit = 100
+		o.QueuesLimit = o.MaxLimit
 	}
 	if o.StatusQueuesLimit <= 0 {
 		o.StatusQueuesLimit = 100
 	}
 	if o.PartitionsLimit <= 0 {
 		o.PartitionsLimit = 1000
-	}
-	if o.MaxLimit <= 0 {
-		o.MaxLimit = 1000
 	}
 	o.QueuesLimit = min(o.QueuesLimit, o.MaxLimit)
 	o.StatusQueuesLimit = min(o.StatusQueuesLimit, o.MaxLimit)
@@ -116,9 +117,10 @@ type PeersState struct {
 //
 // # Pages
 //
-// Every listing is a page: limit between 0 and MaxLimit, offset not negative, else an
-// *InputError naming the parameter. Queue and depth details list one page of
-// partitions, in name order; their totals cover every partition.
+// Every listing is a page: a limit above MaxLimit is clamped to it (the listing says
+// what it applied); a negative limit or offset is an *InputError naming the
+// parameter. Queue and depth details list one page of partitions, in name order; their
+// totals cover every partition.
 type Resources struct {
 	store ports.ResourceStore
 	opts  ResourcesOptions
@@ -160,15 +162,16 @@ type PageQuery struct {
 	Offset int
 }
 
-// page validates q against the bounds and fills in the default limit.
+// page validates q, fills in the default limit and clamps it to MaxLimit.
 func (s *Resources) page(q PageQuery, def int) (ports.ResourcePage, error) {
 	limit := def
 	if q.Limit != nil {
 		limit = *q.Limit
 	}
-	if limit < 0 || limit > s.opts.MaxLimit {
-		return ports.ResourcePage{}, inputErrorf("limit", "limit must be between 0 and %d, got %d", s.opts.MaxLimit, limit)
+	if limit < 0 {
+		return ports.ResourcePage{}, inputErrorf("limit", "limit must not be negative, got %d", limit)
 	}
+	limit = min(limit, s.opts.MaxLimit)
 	if q.Offset < 0 {
 		return ports.ResourcePage{}, inputErrorf("offset", "offset must not be negative, got %d", q.Offset)
 	}

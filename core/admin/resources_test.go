@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"reflect"
 	"slices"
 	"strings"
@@ -72,12 +73,14 @@ func TestResourcesPages(t *testing.T) {
 		want          []string
 		wantParam     string // "": accepted
 	}{
-		{"default", PageQuery{}, 100, 0, all, ""},
+		{"default: every queue, as Queen lists them", PageQuery{}, 1000, 0, all, ""},
 		{"explicit", PageQuery{Limit: resIntp(7), Offset: 3}, 7, 3, all[3:10], ""},
 		{"zero", PageQuery{Limit: resIntp(0)}, 0, 0, nil, ""},
-		{"past the end", PageQuery{Offset: 12}, 100, 12, nil, ""},
+		{"past the end", PageQuery{Offset: 12}, 1000, 12, nil, ""},
 		{"the maximum", PageQuery{Limit: resIntp(1000)}, 1000, 0, all, ""},
-		{"above the maximum", PageQuery{Limit: resIntp(1001)}, 0, 0, nil, "limit"},
+		{"above the maximum: clamped", PageQuery{Limit: resIntp(1001), Offset: 2}, 1000, 2, all[2:], ""},
+		{"what Queen's CLI asks: clamped", PageQuery{Limit: resIntp(10000)}, 1000, 0, all, ""},
+		{"far above: clamped", PageQuery{Limit: resIntp(math.MaxInt)}, 1000, 0, all, ""},
 		{"negative limit", PageQuery{Limit: resIntp(-1)}, 0, 0, nil, "limit"},
 		{"negative offset", PageQuery{Offset: -1}, 0, 0, nil, "offset"},
 	}
@@ -104,7 +107,8 @@ func TestResourcesPages(t *testing.T) {
 	}
 }
 
-// Each route has its own default page; every default stays within MaxLimit.
+// Each route has its own default page; every default stays within MaxLimit, and every
+// route clamps a larger limit to it.
 func TestResourcesDefaultPages(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -120,7 +124,7 @@ func TestResourcesDefaultPages(t *testing.T) {
 		call func() (int, error) // rows listed
 		want int
 	}{
-		{"queues", func() (int, error) { l, err := s.Queues(ctx, "t", QueueQuery{}); return len(l.Queues), err }, 100},
+		{"queues: all, up to the clamp", func() (int, error) { l, err := s.Queues(ctx, "t", QueueQuery{}); return len(l.Queues), err }, 500},
 		{"status queues", func() (int, error) { l, err := s.StatusQueues(ctx, "t", StatusQuery{}); return len(l.Queues), err }, 100},
 		{"queue detail", func() (int, error) { d, err := s.Queue(ctx, "t", "big", PageQuery{}); return len(d.Page), err }, 500},
 		{"depth", func() (int, error) {
@@ -139,8 +143,25 @@ func TestResourcesDefaultPages(t *testing.T) {
 			t.Errorf("%s: %d rows, want a default page of %d", c.name, n, c.want)
 		}
 	}
-	if _, err := s.Namespaces(ctx, "t", PageQuery{Limit: resIntp(501)}); err == nil {
-		t.Error("a limit above MaxLimit was accepted")
+	above := PageQuery{Limit: resIntp(501)}
+	clamped := []struct {
+		name string
+		call func() (int, error)
+	}{
+		{"queues", func() (int, error) { l, err := s.Queues(ctx, "t", QueueQuery{Page: above}); return len(l.Queues), err }},
+		{"status queues", func() (int, error) {
+			l, err := s.StatusQueues(ctx, "t", StatusQuery{Page: above})
+			return len(l.Queues), err
+		}},
+		{"queue detail", func() (int, error) { d, err := s.Queue(ctx, "t", "big", above); return len(d.Page), err }},
+		{"depth", func() (int, error) { d, err := s.Depth(ctx, "t", "big", "", above); return len(d.Partitions), err }},
+		{"namespaces", func() (int, error) { k, err := s.Namespaces(ctx, "t", above); return len(k), err }},
+		{"tasks", func() (int, error) { k, err := s.Tasks(ctx, "t", above); return len(k), err }},
+	}
+	for _, c := range clamped {
+		if n, err := c.call(); err != nil || n != 500 {
+			t.Errorf("%s with limit 501: %d rows, %v; want the 500 of MaxLimit", c.name, n, err)
+		}
 	}
 }
 
@@ -186,7 +207,7 @@ func TestResourcesListing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Matching != 3 || got.Limit != 100 || got.Offset != 0 || len(got.Queues) != 3 {
+	if got.Matching != 3 || got.Limit != 1000 || got.Offset != 0 || len(got.Queues) != 3 {
 		t.Fatalf("listing %+v", got)
 	}
 	st, err := w.s.StorageTotals(ctx)

@@ -19,7 +19,7 @@ const (
 	DefaultTraceEventType  = "info"
 	DefaultTracesByName    = 100  // page of GET /api/v1/traces/by-name/{name}
 	DefaultTraceNamesLimit = 50   // page of GET /api/v1/traces/names
-	MaxTracesLimit         = 1000 // the largest page of either, and of one message's traces
+	MaxTracesLimit         = 1000 // the largest page of either (a larger limit is clamped), and of one message's traces
 	MaxTracesOffset        = 100_000
 	MaxTraceDataBytes      = 64 << 10 // bytes of a trace's data, as JSON text (64 KiB)
 	MaxTraceNames          = 32       // names on one trace
@@ -171,41 +171,48 @@ func (t *Traces) ForMessage(ctx context.Context, tenant, partitionID, transactio
 	return out, nil
 }
 
-// ByName lists the traces carrying name, newest first, a page of limit after offset.
-func (t *Traces) ByName(ctx context.Context, tenant, name string, limit, offset int) ([]ports.Trace, error) {
+// Page is the paging a listing applied: the limit asked for, clamped to the route's
+// maximum, and the offset.
+type Page struct{ Limit, Offset int }
+
+// ByName lists the traces carrying name, newest first, a page of limit (clamped to
+// MaxTracesLimit) after offset, and the page applied.
+func (t *Traces) ByName(ctx context.Context, tenant, name string, limit, offset int) ([]ports.Trace, Page, error) {
 	if err := names.Check(name); err != nil {
-		return nil, inputErrorf("traceName", "trace name %s", err)
+		return nil, Page{}, inputErrorf("traceName", "trace name %s", err)
 	}
-	if err := checkPage(limit, offset); err != nil {
-		return nil, err
-	}
-	out, err := t.store.TracesByName(ctx, tenant, name, limit, offset)
+	p, err := tracePage(limit, offset)
 	if err != nil {
-		return nil, fmt.Errorf("traces by name: %w", err)
+		return nil, Page{}, err
 	}
-	return out, nil
+	out, err := t.store.TracesByName(ctx, tenant, name, p.Limit, p.Offset)
+	if err != nil {
+		return nil, Page{}, fmt.Errorf("traces by name: %w", err)
+	}
+	return out, p, nil
 }
 
-// Names lists the trace names in use, most recently seen first, a page of limit after
-// offset.
-func (t *Traces) Names(ctx context.Context, tenant string, limit, offset int) ([]ports.TraceName, error) {
-	if err := checkPage(limit, offset); err != nil {
-		return nil, err
-	}
-	out, err := t.store.TraceNames(ctx, tenant, limit, offset)
+// Names lists the trace names in use, most recently seen first, a page of limit
+// (clamped to MaxTracesLimit) after offset, and the page applied.
+func (t *Traces) Names(ctx context.Context, tenant string, limit, offset int) ([]ports.TraceName, Page, error) {
+	p, err := tracePage(limit, offset)
 	if err != nil {
-		return nil, fmt.Errorf("trace names: %w", err)
+		return nil, Page{}, err
 	}
-	return out, nil
+	out, err := t.store.TraceNames(ctx, tenant, p.Limit, p.Offset)
+	if err != nil {
+		return nil, Page{}, fmt.Errorf("trace names: %w", err)
+	}
+	return out, p, nil
 }
 
-// checkPage validates the page of a trace listing.
-func checkPage(limit, offset int) error {
-	if limit < 1 || limit > MaxTracesLimit {
-		return inputErrorf("limit", "limit must be between 1 and %d, got %d", MaxTracesLimit, limit)
+// tracePage validates the page of a trace listing and clamps its limit.
+func tracePage(limit, offset int) (Page, error) {
+	if limit < 1 {
+		return Page{}, inputErrorf("limit", "limit must be at least 1, got %d", limit)
 	}
 	if offset < 0 || offset > MaxTracesOffset {
-		return inputErrorf("offset", "offset must be between 0 and %d, got %d", MaxTracesOffset, offset)
+		return Page{}, inputErrorf("offset", "offset must be between 0 and %d, got %d", MaxTracesOffset, offset)
 	}
-	return nil
+	return Page{Limit: min(limit, MaxTracesLimit), Offset: offset}, nil
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -174,11 +175,11 @@ func TestTracesRejectBadPages(t *testing.T) {
 		call  func() error
 		param string
 	}{
-		{"by name: empty name", func() error { _, err := tr.ByName(ctx, "t", "", 1, 0); return err }, "traceName"},
-		{"by name: limit 0", func() error { _, err := tr.ByName(ctx, "t", "n", 0, 0); return err }, "limit"},
-		{"by name: limit too large", func() error { _, err := tr.ByName(ctx, "t", "n", MaxTracesLimit+1, 0); return err }, "limit"},
-		{"names: negative offset", func() error { _, err := tr.Names(ctx, "t", 1, -1); return err }, "offset"},
-		{"names: offset too deep", func() error { _, err := tr.Names(ctx, "t", 1, MaxTracesOffset+1); return err }, "offset"},
+		{"by name: empty name", func() error { _, _, err := tr.ByName(ctx, "t", "", 1, 0); return err }, "traceName"},
+		{"by name: limit 0", func() error { _, _, err := tr.ByName(ctx, "t", "n", 0, 0); return err }, "limit"},
+		{"by name: negative limit", func() error { _, _, err := tr.ByName(ctx, "t", "n", -1, 0); return err }, "limit"},
+		{"names: negative offset", func() error { _, _, err := tr.Names(ctx, "t", 1, -1); return err }, "offset"},
+		{"names: offset too deep", func() error { _, _, err := tr.Names(ctx, "t", 1, MaxTracesOffset+1); return err }, "offset"},
 		{"of a message: bad partition id", func() error { _, err := tr.ForMessage(ctx, "t", "p", "x"); return err }, "partitionId"},
 	} {
 		var ie *InputError
@@ -190,8 +191,8 @@ func TestTracesRejectBadPages(t *testing.T) {
 		t.Fatal("the store was asked")
 	}
 	for _, call := range []func() error{
-		func() error { _, err := tr.ByName(ctx, "t", "n", MaxTracesLimit, MaxTracesOffset); return err },
-		func() error { _, err := tr.Names(ctx, "t", 1, 0); return err },
+		func() error { _, _, err := tr.ByName(ctx, "t", "n", MaxTracesLimit, MaxTracesOffset); return err },
+		func() error { _, _, err := tr.Names(ctx, "t", 1, 0); return err },
 		func() error { _, err := tr.ForMessage(ctx, "t", pid, "x"); return err },
 	} {
 		if err := call(); err != nil {
@@ -200,5 +201,55 @@ func TestTracesRejectBadPages(t *testing.T) {
 	}
 	if w.count() != 3 {
 		t.Fatalf("%d store calls, want 3", w.count())
+	}
+}
+
+// traceLimits is a TraceStore recording the limits it is asked for.
+type traceLimits struct {
+	ports.TraceStore
+	limits []int
+}
+
+func (s *traceLimits) TracesByName(ctx context.Context, tenant, name string, limit, offset int) ([]ports.Trace, error) {
+	s.limits = append(s.limits, limit)
+	return s.TraceStore.TracesByName(ctx, tenant, name, limit, offset)
+}
+
+func (s *traceLimits) TraceNames(ctx context.Context, tenant string, limit, offset int) ([]ports.TraceName, error) {
+	s.limits = append(s.limits, limit)
+	return s.TraceStore.TraceNames(ctx, tenant, limit, offset)
+}
+
+// A limit above the maximum is clamped, not refused; the page says what was applied.
+func TestTracesClampTheLimit(t *testing.T) {
+	t.Parallel()
+	w, _ := tracesWorld(t)
+	ctx := context.Background()
+	for _, tt := range []struct {
+		name      string
+		limit     int
+		wantLimit int
+	}{
+		{"the maximum", MaxTracesLimit, MaxTracesLimit},
+		{"one above", MaxTracesLimit + 1, MaxTracesLimit},
+		{"what Queen's CLI asks", 10000, MaxTracesLimit},
+		{"far above", math.MaxInt, MaxTracesLimit},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			store := &traceLimits{TraceStore: w.s}
+			tr := NewTraces(store, TracesOptions{})
+			_, byName, err := tr.ByName(ctx, "tenant", "n", tt.limit, 3)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, names, err := tr.Names(ctx, "tenant", tt.limit, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if byName != (Page{tt.wantLimit, 3}) || names != (Page{tt.wantLimit, 0}) ||
+				!slices.Equal(store.limits, []int{tt.wantLimit, tt.wantLimit}) {
+				t.Fatalf("pages %+v %+v, store asked for %v; want limit %d", byName, names, store.limits, tt.wantLimit)
+			}
+		})
 	}
 }
