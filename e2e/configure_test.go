@@ -180,7 +180,15 @@ func TestConfigure(t *testing.T) {
 		{"clamping", []string{
 			`{"queue":"m9","options":{"dedupWindowSeconds":-5,"minPopWaitTime":99999}}`,
 		}, "m9", "", "", map[string]any{"dedupWindowSeconds": 0.0, "minPopWaitTime": 60000.0}},
-		{"the empty queue name is valid", []string{`{"queue":""}`}, "", "", "", nil},
+		{"0 stays valid where it means none or off, leaseTime from 1 s", []string{
+			`{"queue":"m10","options":{"leaseTime":1,"retryLimit":0,"retryDelay":0,"maxSize":0,"ttl":0,"delayedProcessing":0,` +
+				`"windowBuffer":0,"retentionSeconds":0,"completedRetentionSeconds":0,"maxWaitTimeSeconds":0,"priority":-1}}`,
+		}, "m10", "", "", map[string]any{"leaseTime": 1.0, "retryLimit": 0.0, "retryDelay": 0.0, "ttl": 0.0, "priority": -1.0}},
+		{"the bounds' upper ends", []string{
+			`{"queue":"m11","options":{"leaseTime":31536000,"delayedProcessing":31536000,"windowBuffer":31536000,` +
+				`"retryLimit":2147483647,"retentionSeconds":2147483647}}`,
+		}, "m11", "", "", map[string]any{"leaseTime": 31536000.0, "delayedProcessing": 31536000.0, "windowBuffer": 31536000.0,
+			"retryLimit": 2147483647.0, "retentionSeconds": 2147483647.0}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -257,7 +265,22 @@ func TestConfigureBadRequests(t *testing.T) {
 		{"options not an object", `{"queue":"q","options":[1]}`, []string{"options must be an object"}, ""},
 		{"integer option given a string", `{"queue":"q","options":{"leaseTime":"300"}}`, []string{"leaseTime", "integer"}, ""},
 		{"integer option given a fraction", `{"queue":"q","options":{"retryLimit":1.5}}`, []string{"retryLimit", "integer"}, ""},
-		{"integer option beyond int32", `{"queue":"q","options":{"ttl":1e12}}`, []string{"ttl", "between"}, ""},
+		{"integer option beyond int32", `{"queue":"q","options":{"ttl":1e12}}`, []string{"ttl", "between"}, "ttl"},
+		{"empty queue name", `{"queue":""}`, []string{"queue must not be empty"}, ""},
+		{"empty queue name with options", `{"queue":"","options":{"priority":1}}`, []string{"queue must not be empty"}, ""},
+		{"leaseTime -1", `{"queue":"q","options":{"leaseTime":-1}}`, []string{"option leaseTime must be between 1 and 31536000, got -1"}, "leaseTime"},
+		{"leaseTime 0", `{"queue":"q","options":{"leaseTime":0}}`, []string{"leaseTime", "between 1 and 31536000"}, "leaseTime"},
+		{"leaseTime above a year", `{"queue":"q","leaseTime":31536001}`, []string{"leaseTime", "between 1 and 31536000"}, "leaseTime"},
+		{"negative retryLimit", `{"queue":"q","options":{"retryLimit":-1}}`, []string{"retryLimit", "between 0 and 2147483647"}, "retryLimit"},
+		{"negative retryDelay", `{"queue":"q","options":{"retryDelay":-1}}`, []string{"retryDelay", "between 0 and"}, "retryDelay"},
+		{"negative maxSize", `{"queue":"q","options":{"maxSize":-1}}`, []string{"maxSize", "between 0 and"}, "maxSize"},
+		{"negative ttl", `{"queue":"q","options":{"ttl":-1}}`, []string{"ttl", "between 0 and"}, "ttl"},
+		{"negative retentionSeconds", `{"queue":"q","options":{"retentionSeconds":-1}}`, []string{"retentionSeconds", "between 0 and"}, "retentionSeconds"},
+		{"negative completedRetentionSeconds", `{"queue":"q","options":{"completedRetentionSeconds":-1}}`,
+			[]string{"completedRetentionSeconds", "between 0 and"}, "completedRetentionSeconds"},
+		{"negative maxWaitTimeSeconds", `{"queue":"q","options":{"maxWaitTimeSeconds":-1}}`, []string{"maxWaitTimeSeconds", "between 0 and"}, "maxWaitTimeSeconds"},
+		{"negative delayedProcessing", `{"queue":"q","options":{"delayedProcessing":-1}}`, []string{"delayedProcessing", "between 0 and 31536000"}, "delayedProcessing"},
+		{"negative windowBuffer", `{"queue":"q","windowBuffer":-1}`, []string{"windowBuffer", "between 0 and 31536000"}, "windowBuffer"},
 		{"boolean option given a number", `{"queue":"q","options":{"encryptionEnabled":1}}`, []string{"encryptionEnabled", "true or false"}, ""},
 		{"string option given a number", `{"queue":"q","options":{"task":7}}`, []string{"task", "string"}, ""},
 		{"top-level option given a wrong type", `{"queue":"q","deadLetterQueue":"yes"}`, []string{"deadLetterQueue"}, ""},
@@ -355,4 +378,20 @@ func TestConfigureTakesEffectAtOnce(t *testing.T) {
 			t.Fatalf("with dedup back on: %+v, want duplicate", r[0])
 		}
 	})
+}
+
+// A negative leaseTime used to be stored: every pop's lease was born expired and the
+// next pop got the same message again. It is refused, and the queue keeps its lease.
+func TestConfigureRefusesAnExpiredLease(t *testing.T) {
+	t.Parallel()
+	b := startBroker(t, nil)
+	b.configure(t, `{"queue":"lease","options":{"leaseTime":30}}`)
+	resp, body := b.doBad(t, http.MethodPost, "/api/v1/configure", strings.NewReader(`{"queue":"lease","options":{"leaseTime":-1}}`))
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), `"invalid":"leaseTime"`) {
+		t.Fatalf("leaseTime -1: %d %s, want 400 naming leaseTime", resp.StatusCode, body)
+	}
+	b.pushN(t, "lease", "p", "m", 2)
+	wantTxns(t, b.popMust(t, "/api/v1/pop/queue/lease?batch=1"), "m-0")
+	// The lease holds the partition: the next pop gets nothing, not m-0 again.
+	b.popEmpty(t, "/api/v1/pop/queue/lease?batch=1")
 }
