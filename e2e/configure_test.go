@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -394,4 +395,48 @@ func TestConfigureRefusesAnExpiredLease(t *testing.T) {
 	wantTxns(t, b.popMust(t, "/api/v1/pop/queue/lease?batch=1"), "m-0")
 	// The lease holds the partition: the next pop gets nothing, not m-0 again.
 	b.popEmpty(t, "/api/v1/pop/queue/lease?batch=1")
+}
+
+// deadLetterQueue and dlqAfterMaxRetries default to true, as in Queen's Rust server
+// (its C++ server defaulted both to false, which drops a message past its retry limit):
+// a queue that never mentions them dead-letters the message its failures exhausted,
+// whether a push created it or a configure without the two options did. README, "Where
+// we differ from Queen".
+func TestConfigureDeadLetterDefaults(t *testing.T) {
+	t.Parallel()
+	b := startBroker(t, nil)
+	tests := []struct {
+		name      string
+		configure string // "" : the queue is created by its first push
+		failures  int    // explicit failures until the dead letter: retryLimit + 1
+	}{
+		{"created by a push: retryLimit 3", "", 4},
+		{"configured without the DLQ options", `{"queue":"dlqdef1","options":{"retryLimit":1}}`, 2},
+		{"configured with them reset to their defaults", `{"queue":"dlqdef2","options":{"retryLimit":0,` +
+			`"deadLetterQueue":null,"dlqAfterMaxRetries":null}}`, 1},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			queue := fmt.Sprint("dlqdef", i)
+			if tt.configure != "" {
+				ans := b.configure(t, tt.configure)
+				if ans.Options["deadLetterQueue"] != true || ans.Options["dlqAfterMaxRetries"] != true {
+					t.Fatalf("answer %s: want both DLQ options true", ans.raw)
+				}
+			}
+			b.pushN(t, queue, "p", "m", 2)
+			for k := range tt.failures {
+				p := b.popMust(t, "/api/v1/pop/queue/"+queue+"?batch=1")
+				wantTxns(t, p, "m-0")
+				it := ackItemOf(p.Messages[0], "failed")
+				it["error"] = "boom"
+				if res := b.ackBatch(t, "", it); res[0].DLQ != (k == tt.failures-1) {
+					t.Fatalf("failure %d: %+v, want dlq only on the last", k+1, res[0])
+				}
+			}
+			b.wantDeadLetters(t, queue, &deadLetterWant{"boom", tt.failures - 1})
+			wantTxns(t, b.popMust(t, "/api/v1/pop/queue/"+queue+"?batch=1"), "m-1")
+		})
+	}
 }
