@@ -17,7 +17,8 @@ import (
 // its connection discarded, as on the hot path.
 func ProvideAdmin(store *postgres.Store, cfg config.Config, log *slog.Logger) (*admin.Admin, func()) {
 	db := store.DB()
-	a := admin.New(db, admin.Options{StatementTimeout: cfg.StatementTimeout, Discard: postgres.DiscardConn, Logger: log})
+	a := admin.New(db, admin.Options{StatementTimeout: cfg.StatementTimeout, Discard: postgres.DiscardConn,
+		BindOptions: postgres.PlanEachStatement, Logger: log})
 	return a, func() {
 		if err := db.Close(); err != nil {
 			log.Error("admin: close database handle", "err", err)

@@ -21,7 +21,11 @@ type Options struct {
 	// statement timed out or was cancelled (see sql.Conn.Raw; adapters/postgres
 	// DiscardConn). [nil: the connection goes back to the pool]
 	Discard func(driverConn any) error
-	Logger  *slog.Logger
+	// BindOptions are driver options put ahead of the values of every statement
+	// (adapters/postgres PlanEachStatement: each statement is planned with its values,
+	// never with a generic plan; doc.go, "Values are bound"). [nil: the driver's default]
+	BindOptions []any
+	Logger      *slog.Logger
 }
 
 func (o *Options) defaults() {
@@ -53,6 +57,9 @@ func New(db *sql.DB, opts Options) *Admin {
 func (a *Admin) run(ctx context.Context, op string, fn func(context.Context, bun.Conn) error) error {
 	ctx, cancel := context.WithTimeout(ctx, a.opts.StatementTimeout)
 	defer cancel()
+	if len(a.opts.BindOptions) > 0 {
+		ctx = context.WithValue(ctx, bindOptionsKey{}, a.opts.BindOptions)
+	}
 	c, err := a.db.Conn(ctx)
 	if err != nil {
 		return translate(op+": acquire", err)

@@ -46,6 +46,9 @@ func newFixture(t *testing.T, opts Options) *fixture {
 	if opts.Discard == nil {
 		opts.Discard = postgres.DiscardConn
 	}
+	if opts.BindOptions == nil {
+		opts.BindOptions = postgres.PlanEachStatement // as the broker wires it
+	}
 	return &fixture{store: s, db: db, admin: New(db, opts)}
 }
 

@@ -86,21 +86,32 @@ func (st *stmt) errNoConn() error {
 	return fmt.Errorf("admin: a statement on %T cannot bind its values", st.db)
 }
 
-// QueryContext, ExecContext and QueryRowContext run query with the values bound by arg;
-// bun passes none of its own (its text carries the placeholders), and any it did would
-// make the driver refuse the statement (a count that does not match).
+// bindOptionsKey is the context key of Options.BindOptions, set by Admin.run for the
+// statements of its call.
+type bindOptionsKey struct{}
+
+// driverArgs are the arguments of the statement for the driver: the options of ctx, then
+// the values bound by arg, then any bun passed (it passes none: its text carries the
+// placeholders; any it did would make the driver refuse a count that does not match).
+func (st *stmt) driverArgs(ctx context.Context, extra []any) []any {
+	opts, _ := ctx.Value(bindOptionsKey{}).([]any)
+	out := make([]any, 0, len(opts)+len(st.args)+len(extra))
+	return append(append(append(out, opts...), st.args...), extra...)
+}
+
+// QueryContext, ExecContext and QueryRowContext run query with the values bound by arg.
 func (st *stmt) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
 	if st.conn == nil {
 		return nil, st.errNoConn()
 	}
-	return st.conn.QueryContext(ctx, query, append(st.args, args...)...)
+	return st.conn.QueryContext(ctx, query, st.driverArgs(ctx, args)...)
 }
 
 func (st *stmt) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	if st.conn == nil {
 		return nil, st.errNoConn()
 	}
-	return st.conn.ExecContext(ctx, query, append(st.args, args...)...)
+	return st.conn.ExecContext(ctx, query, st.driverArgs(ctx, args)...)
 }
 
 func (st *stmt) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
@@ -108,5 +119,5 @@ func (st *stmt) QueryRowContext(ctx context.Context, query string, args ...any) 
 		// Unbound: PostgreSQL refuses the placeholders ("there is no parameter $1").
 		return st.db.QueryRowContext(ctx, query)
 	}
-	return st.conn.QueryRowContext(ctx, query, append(st.args, args...)...)
+	return st.conn.QueryRowContext(ctx, query, st.driverArgs(ctx, args)...)
 }

@@ -49,5 +49,9 @@
 // formats (strings, byte strings, arrays, JSON). The connections themselves also set
 // standard_conforming_strings = on at start-up (adapters/postgres Open), the other level
 // of the same defence. The parameters' types are inferred from their use, as a literal's
-// were (casts where the context does not say, such as ?::uuid).
+// were (casts where the context does not say, such as ?::uuid). A statement with values
+// is planned with them every time, as one with literals was: Options.BindOptions (the
+// broker passes adapters/postgres PlanEachStatement) has the driver send it unnamed,
+// never as a named statement PostgreSQL would switch to a generic plan, which could not
+// drop a NULL filter from the plan as the resources functions expect.
 package admin

@@ -58,7 +58,8 @@ func newInjectFixture(t *testing.T) *injectFixture {
 		t.Fatalf("the Admin's session reads standard_conforming_strings = %q (%v), want off", scs, err)
 	}
 	f := &injectFixture{fixture: &fixture{store: s, db: db,
-		admin: New(db, Options{StatementTimeout: injectTimeout, Discard: postgres.DiscardConn})}}
+		admin: New(db, Options{StatementTimeout: injectTimeout, Discard: postgres.DiscardConn,
+			BindOptions: postgres.PlanEachStatement})}}
 
 	cfg := baseConfig("victim")
 	cfg.Namespace, cfg.Task = "ns-v", "t-v"
