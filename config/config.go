@@ -85,7 +85,7 @@ type Config struct {
 	HotlistIdleSweep   time.Duration `env:"QUEEN_HOTLIST_IDLE_SWEEP_MS" envDefault:"60000" min:"0" section:"Hot-list" help:"Period of the sweep that drops the hot-list state of queues unused for a whole period, in milliseconds; 0 disables it (memory then grows with every queue name ever popped)."`
 	LogTopNQueues      int           `env:"QUEEN_LOG_TOPN_QUEUES" envDefault:"10" min:"0" section:"Hot-list" help:"Busiest (queue, group) rings named in the hot-list's periodic log lines."`
 	HotlistTrace       string        `env:"QUEEN_HOTLIST_TRACE" envDefault:"" section:"Hot-list" help:"Queue-name prefix whose hot-list marks, serves and reseeds are logged (at most 100 lines a second); empty: none."`
-	PeerHints          bool          `env:"QUEEN_PEER_HINTS" envDefault:"true" section:"Hot-list" help:"Tell the other brokers on the database about this broker's commits (PostgreSQL LISTEN/NOTIFY, coalesced every 5 ms), so their parked pops wake at once; a broker alone on its database may turn it off."`
+	PeerHints          bool          `env:"QUEEN_PEER_HINTS" envDefault:"true" section:"Hot-list" help:"Tell the other brokers on the database about this broker's commits (PostgreSQL LISTEN/NOTIFY, coalesced every 5 ms), so their parked pops wake at once; a broker alone on its database may turn it off. Queue changes (configure, deletion) are announced to the other brokers either way."`
 
 	// Spool.
 
