@@ -84,6 +84,7 @@ func TestBadInput(t *testing.T) {
 	rows = append(rows, biNameRows()...)
 	rows = append(rows, biRouteRows()...)
 	rows = append(rows, biConsumeRows(pid)...)
+	rows = append(rows, biParamRows(pid)...) // rows 10, 11, 21 and 25 on every route (badinput_params_test.go)
 	rows = append(rows, biProtocolRows()...)
 	// Rows run one after another: the counts they compare are the whole broker's.
 	for _, row := range rows {

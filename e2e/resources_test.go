@@ -411,7 +411,8 @@ func TestResourcesQueueDetail(t *testing.T) {
 	})
 	t.Run("not found", func(t *testing.T) {
 		b.resNotFound(t, "/api/v1/resources/queues/rd.nope")
-		b.resNotFound(t, "/api/v1/resources/queues/"+url.PathEscape("bad\x01name"))
+		// A name no queue can have is refused for what it is, not looked up (params.go).
+		b.resBadRequest(t, "/api/v1/resources/queues/"+url.PathEscape("bad\x01name"), "path parameter queue")
 	})
 	t.Run("names with a slash", func(t *testing.T) {
 		for _, q := range []string{"team a/orders", "rd/depth"} {

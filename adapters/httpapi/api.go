@@ -125,6 +125,7 @@ func (a *api) routes() *mux.Router {
 	// Names are free text: a queue, partition or group named "." or "..", or with "//",
 	// must reach its route as sent, not be redirected to a cleaned path.
 	r := mux.NewRouter().SkipClean(true)
+	r.Use(a.checkParams(false)) // every path and query parameter (params.go)
 	r.HandleFunc("/api/v1/push", a.handlePush).Methods(http.MethodPost)
 	if svc.Consume != nil {
 		a.consumeRoutes(r)

@@ -34,6 +34,7 @@ const groupTimeFormat = "2006-01-02T15:04:05.000Z"
 func (a *api) groupsRoutes(r *mux.Router) {
 	g := mux.NewRouter().UseEncodedPath()
 	g.Use(markRoute) // the full pattern for the access log and the request metrics
+	g.Use(a.checkParams(true))
 	g.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		groupFallback(r.NotFoundHandler, http.NotFoundHandler()).ServeHTTP(w, req)
 	})
@@ -348,6 +349,9 @@ func groupTimeField(fields map[string]json.RawMessage, name string) (*time.Time,
 	t, err := time.Parse(time.RFC3339Nano, s)
 	if err != nil {
 		return nil, badRequestf("%s must be an RFC 3339 timestamp, got %q", name, s)
+	}
+	if err := checkTime("", name, t); err != nil {
+		return nil, err
 	}
 	return &t, nil
 }

@@ -34,10 +34,10 @@ func msgTimeParam(q url.Values, name string) (time.Time, error) {
 		return time.Time{}, nil
 	}
 	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
-		return t, nil
+		return t, checkTime("", name, t)
 	}
 	if t, err := time.Parse(time.DateOnly, s); err == nil {
-		return t, nil
+		return t, checkTime("", name, t)
 	}
 	return time.Time{}, badRequestf("%s must be an RFC 3339 timestamp (e.g. 2026-05-01T10:00:00Z) or a date (2026-05-01), got %q", name, s)
 }

@@ -25,6 +25,7 @@ func (a *api) consumeRoutes(r *mux.Router) {
 	// a's partition b, and "a%2Fb" is not an unknown route. handlePop unescapes them.
 	p := mux.NewRouter().UseEncodedPath().SkipClean(true)
 	p.Use(markRoute) // the full pattern for the access log and the request metrics
+	p.Use(a.checkParams(true))
 	p.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		groupFallback(r.NotFoundHandler, http.NotFoundHandler()).ServeHTTP(w, req)
 	})
@@ -156,6 +157,12 @@ func parsePop(q url.Values, queue, partition string) (consume.PopQuery, error) {
 		SubscriptionFrom: q.Get("subscriptionFrom")}
 	if queue == "" {
 		pq.Namespace, pq.Task = q.Get("namespace"), q.Get("task")
+	}
+	// The form is the use case's to judge (now, or RFC 3339); the range is this edge's.
+	if t, err := time.Parse(time.RFC3339Nano, pq.SubscriptionFrom); err == nil {
+		if err := checkTime("query parameter", "subscriptionFrom", t); err != nil {
+			return pq, err
+		}
 	}
 	if m, ok := q["subscriptionMode"]; ok {
 		pq.SubscriptionMode, pq.HasSubscriptionMode = m[0], true

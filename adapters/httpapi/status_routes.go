@@ -30,6 +30,9 @@ func statusTimeParam(q url.Values, name string) (*time.Time, error) {
 	if err != nil {
 		return nil, badRequestf("%s must be an RFC 3339 timestamp (e.g. 2026-05-01T10:00:00Z), got %q", name, s)
 	}
+	if err := checkTime("", name, t); err != nil {
+		return nil, err
+	}
 	return &t, nil
 }
 

@@ -136,16 +136,25 @@ func (a *api) handleStreamQuery(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var q ports.StreamQuery
+	// The queues are names; the query's name and hash are free text (params.go).
 	for _, f := range []struct {
-		name string
-		to   *string
-	}{{"name", &q.Name}, {"source_queue", &q.SourceQueue}, {"config_hash", &q.ConfigHash}} {
-		if *f.to, err = required(body, f.name, true); err != nil {
+		name  string
+		to    *string
+		check func(where, param, v string) error
+	}{{"name", &q.Name, checkText}, {"source_queue", &q.SourceQueue, checkName}, {"config_hash", &q.ConfigHash, checkText}} {
+		if *f.to, err = required(body, f.name, true); err == nil {
+			err = f.check("", f.name, *f.to)
+		}
+		if err != nil {
 			writeError(w, a.opts.Logger, err)
 			return
 		}
 	}
 	q.SinkQueue, _ = str(body, "sink_queue")
+	if err := checkName("", "sink_queue", q.SinkQueue); err != nil {
+		writeError(w, a.opts.Logger, err)
+		return
+	}
 	reset, err := boolField(body, "reset", false)
 	if err != nil {
 		writeError(w, a.opts.Logger, err)
@@ -191,24 +200,10 @@ func (a *api) handleStreamState(w http.ResponseWriter, r *http.Request) {
 		writeError(w, a.opts.Logger, err)
 		return
 	}
-	var f ports.StateFilter
-	// keys: anything but an array (missing, null: the Go SDK sends null) is no filter;
-	// elements that are not strings name no key.
-	var keys []json.RawMessage
-	if json.Unmarshal(body["keys"], &keys) == nil {
-		for _, k := range keys {
-			var s string
-			if json.Unmarshal(k, &s) == nil {
-				f.Keys = append(f.Keys, s)
-			}
-		}
-	}
-	f.Prefix, _ = str(body, "key_prefix")
-	// ripe_at_or_before counts only as a JSON number; anything else is ignored.
-	if raw := bytes.TrimSpace(body["ripe_at_or_before"]); len(raw) > 0 && (raw[0] == '-' || (raw[0] >= '0' && raw[0] <= '9')) {
-		if json.Unmarshal(raw, &f.RipeAtOrBefore) == nil {
-			f.Ripe = true
-		}
+	f, err := stateFilter(body)
+	if err != nil {
+		writeError(w, a.opts.Logger, err)
+		return
 	}
 	rows, err := a.Streams.State(r.Context(), qid, pid, f)
 	if err != nil {
@@ -223,6 +218,37 @@ func (a *api) handleStreamState(w http.ResponseWriter, r *http.Request) {
 		out.Rows[i] = stateRow{Key: row.Key, Value: row.Value, UpdatedAt: streamTime(row.UpdatedAt)}
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// stateFilter reads a state read's filter. Keys are free text (params.go).
+func stateFilter(body map[string]json.RawMessage) (ports.StateFilter, error) {
+	var f ports.StateFilter
+	// keys: anything but an array (missing, null: the Go SDK sends null) is no filter;
+	// elements that are not strings name no key.
+	var keys []json.RawMessage
+	if json.Unmarshal(body["keys"], &keys) == nil {
+		for _, k := range keys {
+			var s string
+			if json.Unmarshal(k, &s) != nil {
+				continue
+			}
+			if err := checkText("", "keys", s); err != nil {
+				return f, err
+			}
+			f.Keys = append(f.Keys, s)
+		}
+	}
+	f.Prefix, _ = str(body, "key_prefix")
+	if err := checkText("", "key_prefix", f.Prefix); err != nil {
+		return f, err
+	}
+	// ripe_at_or_before counts only as a JSON number; anything else is ignored.
+	if raw := bytes.TrimSpace(body["ripe_at_or_before"]); len(raw) > 0 && (raw[0] == '-' || (raw[0] >= '0' && raw[0] <= '9')) {
+		if json.Unmarshal(raw, &f.RipeAtOrBefore) == nil {
+			f.Ripe = true
+		}
+	}
+	return f, nil
 }
 
 type cyclePushResult struct {
@@ -308,6 +334,10 @@ func (a *api) handleStreamCycle(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	in.Group, _ = str(body, "consumer_group")
+	if err := checkName("", "consumer_group", in.Group); err != nil {
+		writeError(w, a.opts.Logger, err)
+		return
+	}
 	if in.ReleaseLease, err = boolField(body, "release_lease", true); err != nil {
 		writeError(w, a.opts.Logger, err)
 		return

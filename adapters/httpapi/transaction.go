@@ -106,6 +106,9 @@ func (a *api) handleTransaction(w http.ResponseWriter, r *http.Request) {
 	case errors.As(err, &rb):
 		fail(http.StatusOK, rb.Msg, rb.Reason)
 		return
+	case statusOf(err) == http.StatusBadRequest:
+		fail(http.StatusBadRequest, err.Error(), "bad_request") // an operation that names nothing
+		return
 	case errors.Is(err, push.ErrSpooledAhead):
 		// 503: retried by clients (nothing was applied), and succeeds once replay caught up.
 		fail(http.StatusServiceUnavailable, err.Error()+"; nothing was applied, retry later", "spooled")
@@ -164,12 +167,33 @@ func txnOps(wire []txnOp) ([]push.TxnOp, error) {
 			if op.Error != nil {
 				in.Error = *op.Error
 			}
+			if err := txnAck(in); err != nil {
+				return nil, badRequestf("operation %d: %v", i, err)
+			}
 			ops = append(ops, push.TxnOp{Ack: &in})
 		default:
 			return nil, badRequestf("segments transaction supports only push and ack operations (operation %d has type %q)", i, op.Type)
 		}
 	}
 	return ops, nil
+}
+
+// txnAck checks an ack operation as a 400 must refuse it (api.md §5.4): one that cannot
+// name a message (consume's rule), or whose text PostgreSQL cannot hold. Unlike
+// /api/v1/ack, which answers per item, a transaction is refused whole.
+func txnAck(in consume.AckInput) error {
+	if _, err := in.Item(); err != nil {
+		return err
+	}
+	if err := checkName("", "consumerGroup", in.Group); err != nil {
+		return err
+	}
+	for _, f := range [...]struct{ name, v string }{{"transactionId", in.TransactionID}, {"status", in.Status}, {"error", in.Error}} {
+		if err := checkText("", f.name, f.v); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func txnPush(it txnPushItem) (*push.TxnPush, error) {

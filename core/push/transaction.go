@@ -42,8 +42,9 @@ var ErrSpooledAhead = errors.New("a partition of the transaction has spooled pus
 
 // Transaction commits every push and ack of ops in one database transaction, or none of
 // them. hint is the request's single unambiguous lease hint ("" = none). Items must be
-// validated. A *ports.RollbackError means the store rolled everything back because of
-// the request (duplicate, unknown message, lease). An error wrapping one of the
+// validated. A *consume.InputError names an ack that cannot name a message (nothing was
+// tried). A *ports.RollbackError means the store rolled everything back because of the
+// request (duplicate, unknown message, lease). An error wrapping one of the
 // core/encryption refusals means a push could not be written as its queue requires
 // (encrypted queue, no key): nothing was applied.
 func (s *Service) Transaction(ctx context.Context, tenant, producerSub string, ops []TxnOp, hint string) ([]TxnResult, error) {
@@ -70,7 +71,8 @@ func (s *Service) Transaction(ctx context.Context, tenant, producerSub string, o
 		}
 		it, err := op.Ack.Item()
 		if err != nil {
-			return nil, &ports.RollbackError{Reason: "bad_request", Msg: fmt.Sprintf("operation %d: %v", i, err)}
+			// The request's mistake, found before anything was tried: not a rollback.
+			return nil, &consume.InputError{Msg: fmt.Sprintf("operation %d: %v", i, err)}
 		}
 		acks = append(acks, it)
 		ackPos = append(ackPos, i)

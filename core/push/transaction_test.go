@@ -2,6 +2,8 @@ package push
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"testing"
 
 	"github.com/queen-go/queen/core/consume"
@@ -75,4 +77,35 @@ func (ackingTxn) Transaction(_ context.Context, segs []ports.Segment, acks []por
 		acked[len(acked)-1].LeaseReleased = true
 	}
 	return pushed, acked, nil
+}
+
+// TestTransactionRefusesAnAckThatNamesNothing: an ack operation that cannot name a
+// message is the request's mistake (a *consume.InputError, a 400 at the HTTP edge), not
+// a rollback, and nothing reaches the store.
+func TestTransactionRefusesAnAckThatNamesNothing(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Options{})
+	store := &countingTxn{}
+	f.svc.opts.Codec, f.svc.opts.Transactions = f.codec, store
+	ops := []TxnOp{
+		{Push: &TxnPush{Item: Item{Queue: "q", Payload: []byte(`1`)}}},
+		{Ack: &consume.AckInput{TransactionID: "a", PartitionID: "not-a-uuid"}},
+	}
+	_, err := f.svc.Transaction(context.Background(), tenant, "", ops, "")
+	var ie *consume.InputError
+	var rb *ports.RollbackError
+	if !errors.As(err, &ie) || errors.As(err, &rb) || !strings.Contains(err.Error(), "operation 1") {
+		t.Fatalf("err %v, want a consume.InputError naming operation 1, not a rollback", err)
+	}
+	if store.calls != 0 {
+		t.Fatalf("the store was called %d times", store.calls)
+	}
+}
+
+// countingTxn counts the transactions it is given, and applies none.
+type countingTxn struct{ calls int }
+
+func (c *countingTxn) Transaction(context.Context, []ports.Segment, []ports.AckItem, string) ([]ports.SegmentResult, []ports.AckResult, error) {
+	c.calls++
+	return nil, nil, errors.New("not expected")
 }
