@@ -1,10 +1,13 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
+	"maps"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 )
 
 // txnResp is the answer of POST /api/v1/transaction (api.md §5.4).
@@ -140,6 +143,10 @@ func TestTransactionBadRequests(t *testing.T) {
 		{"push without queue", `{"operations":[{"type":"push","items":[{"payload":1}]}]}`, "missing field `queue`"},
 		{"bad queue name", `{"operations":[{"type":"push","queue":"a\u0001b","payload":1}]}`, "queue"},
 		{"empty partition", `{"operations":[{"type":"push","queue":"q","partition":"","payload":1}]}`, "partition"},
+		// An ack that cannot name a message is refused like a push that cannot be stored
+		// (400), not answered as a rollback (200).
+		{"ack partitionId not a UUID", `{"operations":[{"type":"ack","transactionId":"t","partitionId":"p1"}]}`, "partitionId is not a UUID"},
+		{"ack without transactionId", `{"operations":[{"type":"ack","partitionId":"0198e4c1-0000-7000-8000-000000000001"}]}`, "transactionId is required"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -153,5 +160,89 @@ func TestTransactionBadRequests(t *testing.T) {
 				t.Fatalf("got %d %s, want 400 mentioning %q", code, raw, tt.want)
 			}
 		})
+	}
+}
+
+// wakeBound is how soon a parked pop must hear of an ack that made its partition
+// claimable again: far below the re-check interval and the hot-list's reseed floor set
+// below, so only a wake-up can meet it.
+const wakeBound = time.Second
+
+// TestTransactionAckWakesParkedPop: an ack made through /api/v1/transaction makes what
+// it changed known as one made through /api/v1/ack does (core/consume Applied): the
+// hot-list hears of the lease it released, and a message it moved to the dead-letter
+// queue is announced. Either wakes a long poll parked on the partition within
+// wakeBound; without them it would learn only at its next re-check (30 s here) or the
+// reseed (60 s). Each case runs through both routes.
+func TestTransactionAckWakesParkedPop(t *testing.T) {
+	t.Parallel()
+	slow := map[string]string{"POP_WAIT_INITIAL_INTERVAL_MS": "30000", "POP_WAIT_MAX_INTERVAL_MS": "30000",
+		"QUEEN_HOTLIST_RESEED_MS": "60000"}
+	noHotlist := maps.Clone(slow)
+	noHotlist["QUEEN_HOTLIST"] = "false"
+	tests := []struct {
+		name   string
+		env    map[string]string
+		status string
+		// The partition holds messages 0 .. n-1; 0 is leased when the pop parks, and the
+		// parked pop must get want.
+		n    int
+		want string
+	}{
+		// Failed: the message is available again; the released lease is the only news.
+		{name: "failed releases the lease (hot-list)", env: slow, status: "failed", n: 1, want: "w-0"},
+		// Dead-lettered: its successor is claimable; without the hot-list the
+		// announcement is the only news.
+		{name: "dlq is announced (no hot-list)", env: noHotlist, status: "dlq", n: 2, want: "w-1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			b := startBroker(t, tt.env)
+			for _, route := range []string{"ack", "transaction"} {
+				t.Run(route, func(t *testing.T) {
+					queue := "tw-" + route
+					b.pushN(t, queue, "Default", "w", tt.n)
+					leased := b.popMust(t, "/api/v1/pop/queue/"+queue+"?batch=1&leaseSeconds=300").Messages[0]
+					ctx, cancel := context.WithCancel(context.Background())
+					defer cancel()
+					done := b.startPop(ctx, "/api/v1/pop/queue/"+queue+"?batch=1&wait=true&timeout=30000")
+					eventually(t, 10*time.Second, "the pop to park", func() bool { return b.metric(t, "queen_pop_parked") == 1 })
+					acked := time.Now()
+					b.ackVia(t, route, ackItemOf(leased, tt.status))
+					var r popAnswer
+					select {
+					case r = <-done:
+					case <-time.After(wakeBound):
+						t.Fatalf("the parked pop did not answer within %v of the %s", wakeBound, route)
+					}
+					p, err := decodePop(r.code, r.body)
+					if r.err != nil || err != nil || p == nil {
+						t.Fatalf("parked pop: %d %s %v %v", r.code, r.body, r.err, err)
+					}
+					wantTxns(t, p, tt.want)
+					t.Logf("woken %v after the %s", r.at.Sub(acked), route)
+					b.ackAll(t, p, "")
+				})
+			}
+		})
+	}
+}
+
+// ackVia acknowledges item through /api/v1/ack/batch or as the one operation of a
+// /api/v1/transaction, and wants it applied.
+func (b *broker) ackVia(t *testing.T, route string, item map[string]any) {
+	t.Helper()
+	if route == "ack" {
+		if res := b.ackBatch(t, "", item); !res[0].Success || !res[0].LeaseReleased {
+			t.Fatalf("ack: %+v", res[0])
+		}
+		return
+	}
+	op := maps.Clone(item)
+	op["type"] = "ack"
+	code, r := b.txn(t, map[string]any{"operations": []any{op}})
+	if code != http.StatusOK || !r.Success || len(r.Results) != 1 || !r.Results[0].Success {
+		t.Fatalf("transaction: %d %+v", code, r)
 	}
 }
