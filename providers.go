@@ -24,6 +24,7 @@ import (
 	"github.com/queen-go/queen/core/envelope"
 	"github.com/queen-go/queen/core/fusion"
 	"github.com/queen-go/queen/core/hotlist"
+	"github.com/queen-go/queen/core/loglimit"
 	"github.com/queen-go/queen/core/maintenance"
 	"github.com/queen-go/queen/core/notify"
 	"github.com/queen-go/queen/core/peers"
@@ -108,6 +109,9 @@ func ProvideLogger(cfg config.Config) *slog.Logger {
 	if cfg.LogFormat == "text" {
 		h = slog.NewTextHandler(cfg.LogOutput(), hopts)
 	}
+	// A line that names its cause repeats at most 5 times per 10 s, then is summarised:
+	// a failing database or a misconfiguration must not flood the log, line per request.
+	h = loglimit.NewHandler(h, loglimit.Options{Lines: 5, Interval: 10 * time.Second})
 	return slog.New(h).With("server_id", cfg.ServerID)
 }
 

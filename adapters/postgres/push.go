@@ -2,10 +2,12 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/queen-go/queen/ports"
@@ -79,15 +81,51 @@ func pushBundleWith(ctx context.Context, q conner, st bundleStmt, segs []ports.S
 	return out, nil
 }
 
-// PushSegments implements ports.SegmentStore.
+// pushRuns bounds the runs of one bundle whose transaction a concurrent one undid: a
+// queue or partition of its segments deleted under it, or a deadlock PostgreSQL broke.
+// A failed run stored nothing, and the next one is a new transaction whose provisioning
+// creates what is missing again, as for a push to a queue that does not exist yet: a
+// queue deleted while it is pushed to is not a database outage (nothing is spooled).
+// Every run but the first needs another deletion landing inside the bundle's few
+// milliseconds, so four runs are three such coincidences.
+const pushRuns = 4
+
+// PushSegments implements ports.SegmentStore. A bundle a concurrent transaction undid
+// runs again (pushRuns); one undone every time fails with ports.ErrConflict.
 func (s *Store) PushSegments(ctx context.Context, segs []ports.Segment) ([]ports.SegmentResult, error) {
 	var out []ports.SegmentResult
-	err := s.run(ctx, "push", func(ctx context.Context, c *pgxpool.Conn) error {
-		var err error
-		out, err = pushBundle(ctx, c, segs)
-		return err
-	})
-	return out, err
+	for run := 1; ; run++ {
+		err := s.run(ctx, "push", func(ctx context.Context, c *pgxpool.Conn) error {
+			var err error
+			out, err = pushBundle(ctx, c, segs)
+			return err
+		})
+		undone := undoneBy(err)
+		switch {
+		case undone == "" || ctx.Err() != nil:
+			return out, err
+		case run == pushRuns:
+			return nil, fmt.Errorf("postgres: push: %s during each of %d runs: %w", undone, run, ports.ErrConflict)
+		}
+	}
+}
+
+// undoneBy names the concurrent change that undid a bundle's transaction ("" when err
+// is no such failure). The bundle functions raise P0002 for exactly one thing: a queue
+// or partition of the bundle that vanished between its resolution and its row lock, or
+// between the provisioning of the queue and that of its partition (013_push_set.sql).
+func undoneBy(err error) string {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) {
+		return ""
+	}
+	switch pgErr.Code {
+	case "P0002":
+		return "a queue or partition of the bundle was deleted"
+	case "40P01", "40001":
+		return "a conflicting transaction aborted the bundle"
+	}
+	return ""
 }
 
 // SegmentAt implements ports.SegmentStore. This is the rare duplicate path: a plain,

@@ -216,7 +216,12 @@ func translate(op string, err error) error {
 		switch {
 		case pgErr.Code == "57014":
 			return fmt.Errorf("postgres: %s: %w: %w", op, ports.ErrTimeout, err)
-		case pgErr.Code == "22023" || pgErr.Code == "P0002":
+		case pgErr.Code == "40P01" || pgErr.Code == "40001":
+			// Aborted for a concurrent transaction (deadlock, serialization): not an
+			// outage; running it again may succeed.
+			return fmt.Errorf("postgres: %s: %w: %w", op, ports.ErrConflict, err)
+		case pgErr.Code == "P0002" || (len(pgErr.Code) == 5 && pgErr.Code[:2] == "22"):
+			// Data the statement refused (class 22) or a row it needs that is not there.
 			return fmt.Errorf("postgres: %s: %w: %w", op, ports.ErrInvalid, err)
 		case len(pgErr.Code) == 5 && (pgErr.Code[:2] == "08" || pgErr.Code[:2] == "53" ||
 			pgErr.Code[:2] == "57" || pgErr.Code[:2] == "58"):

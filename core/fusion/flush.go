@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"time"
 
 	"github.com/queen-go/queen/core/dedup"
+	"github.com/queen-go/queen/core/loglimit"
 	"github.com/queen-go/queen/core/notify"
 	"github.com/queen-go/queen/core/segment"
 	"github.com/queen-go/queen/ports"
@@ -87,10 +89,18 @@ func (b *Batcher) finish(bundle []flushPart, segs []ports.Segment, results []por
 	}
 	if err != nil {
 		b.stats.failed.Add(1)
-		b.opts.Logger.Error("push bundle failed", "segments", len(segs), "frames", frames, "err", err)
+		// A bundle that collided with concurrent transactions run after run (a queue
+		// deleted under each, ports.ErrConflict) is no failure of the broker or the
+		// database; anything else is.
+		level := slog.LevelError
+		if errors.Is(err, ports.ErrConflict) {
+			level = slog.LevelWarn
+		}
+		b.opts.Logger.Log(context.Background(), level, "push bundle failed", loglimit.Cause("push bundle failed"),
+			"segments", len(segs), "frames", frames, "err", err)
 		for _, fp := range bundle {
 			for _, r := range fp.refs {
-				complete(r, Result{Status: Error})
+				complete(r, Result{Status: Error, Err: err})
 			}
 		}
 	} else {
@@ -202,11 +212,12 @@ func (b *Batcher) apply(fp flushPart, res ports.SegmentResult) []ref {
 		if len(res.Dups) > 0 {
 			return b.applyDuplicate(fp, res)
 		}
-		b.opts.Logger.Error("push segment answered duplicate without duplicates", "partition_id", res.PartitionID, "err", errBadResult)
+		b.opts.Logger.Error("push segment answered duplicate without duplicates", loglimit.Cause("push result unroutable"),
+			"partition_id", res.PartitionID, "err", errBadResult)
 		fallthrough
 	default:
 		for _, r := range fp.refs {
-			complete(r, Result{Status: Error})
+			complete(r, Result{Status: Error, Err: errBadResult})
 		}
 		return nil
 	}
@@ -257,7 +268,7 @@ func (o *originals) at(off int64) [16]byte {
 	o.fetched, o.frames = true, nil
 	seg, ok, err := o.b.store.SegmentAt(context.Background(), o.pid, off)
 	if err != nil {
-		o.b.opts.Logger.Warn("duplicate: original segment unreadable", "partition_id", o.pid, "offset", off, "err", err)
+		o.b.opts.Logger.Warn("duplicate: original segment unreadable", loglimit.Cause("duplicate original unreadable"), "partition_id", o.pid, "offset", off, "err", err)
 		return [16]byte{}
 	}
 	if !ok {
@@ -265,7 +276,7 @@ func (o *originals) at(off int64) [16]byte {
 	}
 	frames, err := o.b.codec.Decode(seg.Blob)
 	if err != nil || off-seg.BaseOffset >= int64(len(frames)) {
-		o.b.opts.Logger.Error("duplicate: original segment corrupt", "partition_id", o.pid, "offset", off, "err", err)
+		o.b.opts.Logger.Error("duplicate: original segment corrupt", loglimit.Cause("duplicate original corrupt"), "partition_id", o.pid, "offset", off, "err", err)
 		return [16]byte{}
 	}
 	o.base, o.frames = seg.BaseOffset, frames

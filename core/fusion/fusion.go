@@ -12,6 +12,7 @@ import (
 
 	"github.com/zeebo/xxh3"
 
+	"github.com/queen-go/queen/core/loglimit"
 	"github.com/queen-go/queen/core/notify"
 	"github.com/queen-go/queen/core/segment"
 	"github.com/queen-go/queen/core/vegas"
@@ -38,6 +39,9 @@ type Result struct {
 	CreatedAt   time.Time
 	PartitionID string
 	MessageID   [16]byte
+	// Err says why an Error frame was not stored: the bundle's error (wrapping the ports
+	// sentinel that classifies it), ErrClosed, or errBadResult.
+	Err error
 }
 
 // Group is one request's frames for one (tenant, queue, partition), in body order.
@@ -234,10 +238,10 @@ func (b *Batcher) handOver(i int, gs []*Group) {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
 	if b.closed || !b.started {
-		b.opts.Logger.Warn("push while fusion is not running", "groups", len(gs), "err", ErrClosed)
+		b.opts.Logger.Warn("push while fusion is not running", loglimit.Cause("fusion not running"), "groups", len(gs), "err", ErrClosed)
 		for _, g := range gs {
 			for k := range g.Frames {
-				complete(ref{g, k}, Result{Status: Error})
+				complete(ref{g, k}, Result{Status: Error, Err: ErrClosed})
 			}
 		}
 		return

@@ -118,7 +118,7 @@ type Options struct {
 	// Divert, when set and true, sends every push to the spool without trying the
 	// database (push maintenance, or the database known to be away).
 	Divert func() bool
-	// BundleFailed, when set, is told that a bundle did not reach the database.
+	// BundleFailed, when set, is told that a bundle did not reach the database (outage).
 	BundleFailed func()
 }
 
@@ -425,6 +425,7 @@ func (s *Service) spoolFailed(ctx context.Context, tenant string, groups []*fusi
 		return nil
 	}
 	var refs [][2]int
+	down := false
 	for gi, g := range groups {
 		if _, ok := diverted[[2]int{gi, 0}]; ok {
 			continue
@@ -432,18 +433,29 @@ func (s *Service) spoolFailed(ctx context.Context, tenant string, groups []*fusi
 		for k, r := range g.Results {
 			if r.Status == fusion.Error {
 				refs = append(refs, [2]int{gi, k})
+				down = down || outage(r.Err)
 			}
 		}
 	}
 	if len(refs) == 0 {
 		return nil
 	}
-	if s.opts.BundleFailed != nil {
+	if down && s.opts.BundleFailed != nil {
 		s.opts.BundleFailed()
 	}
 	out := make(map[[2]int]Status, len(refs))
 	s.spoolFrames(ctx, tenant, groups, refs, out)
 	return out
+}
+
+// outage reports whether a bundle's failure says the database is away (unreachable, or
+// too slow to answer): every push is then spooled until it answers again. Any other
+// failure (a bundle the store gave up on after colliding with concurrent deletions of
+// its queues, ports.ErrConflict; a broker bug) spools the frames it failed and nothing
+// else.
+func outage(err error) bool {
+	return err == nil || errors.Is(err, ports.ErrUnavailable) || errors.Is(err, ports.ErrTimeout) ||
+		errors.Is(err, fusion.ErrClosed)
 }
 
 // spoolFrames makes frames refs (group, frame) of groups durable in the spool in one

@@ -168,3 +168,36 @@ func (r refuseTxn) Transaction(context.Context, []ports.Segment, []ports.AckItem
 	r.t.Error("the transaction reached the store")
 	return nil, nil, errors.New("refused")
 }
+
+// TestOnlyOutagesDivert: every failed bundle's frames are spooled, but only a failure
+// that says the database is away (unreachable, too slow) reports an outage, which
+// spools every push until it answers again; a bundle the store gave up on after
+// concurrent deletions of its queue (ports.ErrConflict) is no outage.
+func TestOnlyOutagesDivert(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		err    error
+		outage bool
+	}{
+		{"unreachable", ports.ErrUnavailable, true},
+		{"statement timeout", ports.ErrTimeout, true},
+		{"collided with deletions every run", ports.ErrConflict, false},
+		{"a broker bug", ports.ErrInvalid, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var divert atomic.Bool
+			f, _, sp, failed := spoolFixture(t, &divert)
+			f.store.BeforePush = func([]ports.Segment) error { return tt.err }
+			res := f.svc.Push(context.Background(), tenant, "", []Item{{Queue: "q", Payload: []byte(`1`)}})
+			if got := statuses(res); got != "buffered " || sp.Stats().PendingRecords != 1 {
+				t.Fatalf("statuses %s, spooled %d: want the frame buffered", got, sp.Stats().PendingRecords)
+			}
+			if got := failed.Load() > 0; got != tt.outage {
+				t.Fatalf("BundleFailed called: %v, want %v", got, tt.outage)
+			}
+		})
+	}
+}
