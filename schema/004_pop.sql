@@ -53,28 +53,35 @@ BEGIN
 END
 $$;
 
--- log_group_from_v2 is log_group_from_v1 with one answer more: 'infinity' when another
--- transaction is recording the group's subscription on the queue at this moment (it
--- holds the advisory lock and its row is not committed yet). The caller then seeds no
--- cursor of the group on the queue in this call: a value of its own would differ from the
--- one the other transaction records, and a cursor seeded from a later instant than the
--- recorded one skips the messages stored between the two, for good. The other
--- transaction commits within its pop, and the next pop reads the recorded value. After a
--- lost insert race (ON CONFLICT: the row was committed in between) the recorded value is
--- read back, for the same reason.
+-- log_group_from_v2 is log_group_from_v1 without its race: every caller answers the
+-- instant the group's subscription records. A caller that finds another transaction
+-- recording it (holding the advisory lock, its row not committed yet) waits for that
+-- transaction to end and reads the row it committed: a value of its own would differ
+-- from the recorded one, and a cursor seeded from a later instant than the recorded one
+-- skips the messages stored between the two, for good. The wait takes the lock shared,
+-- so the waiters of one first contact do not queue behind each other, and lasts one pop
+-- (the recorder's transaction is its pop). When the recorder rolled back, the answer is
+-- 'infinity': the caller seeds no cursor of the group on the queue in this call (the
+-- next pop records the subscription). After a lost insert race (ON CONFLICT: the row was
+-- committed in between) the recorded value is read back, for the same reason. Callers
+-- with several queues call it in ascending queue id, so two waits cannot form a cycle.
 CREATE OR REPLACE FUNCTION queen.log_group_from_v2(p_queue_id uuid, p_group text, p_mode text, p_from timestamptz)
 RETURNS timestamptz
 LANGUAGE plpgsql AS $$
 DECLARE
     v_from timestamptz;
+    v_key  bigint := hashtextextended('queen.group:' || p_queue_id::text || ':' || p_group, 0);
 BEGIN
     SELECT subscribed_from INTO v_from FROM queen.consumer_groups
      WHERE queue_id = p_queue_id AND name = p_group;
     IF FOUND THEN
         RETURN v_from;
     END IF;
-    IF NOT pg_try_advisory_xact_lock(hashtextextended('queen.group:' || p_queue_id::text || ':' || p_group, 0)) THEN
-        RETURN 'infinity';
+    IF NOT pg_try_advisory_xact_lock(v_key) THEN
+        PERFORM pg_advisory_xact_lock_shared(v_key);
+        SELECT subscribed_from INTO v_from FROM queen.consumer_groups
+         WHERE queue_id = p_queue_id AND name = p_group;
+        RETURN CASE WHEN FOUND THEN v_from ELSE 'infinity' END;
     END IF;
     v_from := CASE p_mode WHEN 'new' THEN clock_timestamp() WHEN 'timestamp' THEN p_from ELSE NULL END;
     INSERT INTO queen.consumer_groups (queue_id, name, subscription_mode, subscribed_from)
@@ -129,8 +136,9 @@ $$;
 -- rather than the global ascending-id order, cannot close a wait cycle with an ack
 -- (which locks cursor rows in ascending order) or a queue deletion (which locks the
 -- partitions in ascending order, then deletes their cursors). The only waits are the
--- group subscription's insert (a key check on the queue row) and the provisioning of
--- the queue row, both before any cursor is locked.
+-- group subscription's insert (a key check on the queue row), another pop recording the
+-- same group's subscription (log_group_from_v2, in ascending queue id) and the
+-- provisioning of the queue row, all before any cursor is locked.
 CREATE OR REPLACE FUNCTION queen.log_pop_v2(
     p_queue_ids  uuid[],
     p_partition  text,
@@ -191,14 +199,19 @@ DECLARE
     v_lease      integer;
     v_expires    timestamptz;
     v_froms      timestamptz[];
+    v_k          bigint;
 BEGIN
     -- A named group subscribes to each queue it pops at its first contact with the
     -- queue, not with a partition: a first pop that finds no partition at all (the
     -- consumer started before the producer) must still make the group read everything
     -- pushed after it, in partitions that do not exist yet.
     IF NOT v_queue_mode THEN
-        SELECT array_agg(queen.log_group_from_v2(u.qid, p_group, p_sub_mode, p_sub_from) ORDER BY u.ord)
-          INTO v_froms FROM unnest(p_queue_ids) WITH ORDINALITY AS u(qid, ord);
+        -- In ascending queue id: a first contact may wait for another pop's (see
+        -- log_group_from_v2), and one order for every pop leaves no wait cycle.
+        v_froms := array_fill(NULL::timestamptz, ARRAY[cardinality(p_queue_ids)]);
+        FOR v_k IN SELECT u.ord FROM unnest(p_queue_ids) WITH ORDINALITY AS u(qid, ord) ORDER BY u.qid LOOP
+            v_froms[v_k] := queen.log_group_from_v2(p_queue_ids[v_k], p_group, p_sub_mode, p_sub_from);
+        END LOOP;
     END IF;
 
     IF p_partition IS NOT NULL THEN
@@ -311,8 +324,8 @@ BEGIN
                 v_committed := p.log_start - 1;
                 IF NOT v_queue_mode THEN
                     v_from := v_froms[array_position(p_queue_ids, p.queue_id)];
-                    -- Another pop is recording the group's subscription right now
-                    -- (log_group_from_v2): busy until it commits.
+                    -- Another pop was recording the group's subscription and rolled
+                    -- back (log_group_from_v2): busy until a pop records it.
                     EXIT try WHEN v_from = 'infinity';
                     IF v_from IS NOT NULL THEN
                         SELECT greatest(s.base_offset + s.msg_count - 1, p.log_start - 1) INTO v_committed

@@ -2,7 +2,9 @@ package postgres
 
 import (
 	"context"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -12,12 +14,17 @@ import (
 // subPop is one pop of group g on queue/partition with subscription mode new.
 func subPop(t *testing.T, s *Store, queue, lease string) []ports.Claim {
 	t.Helper()
-	claims, _, err := s.Pop(context.Background(), ports.PopRequest{Tenant: ports.DefaultTenant, Queue: queue,
-		Partition: "p", Group: "g", Batch: 10, Partitions: 1, LeaseID: lease, SubscribeMode: ports.SubscribeNew})
+	claims, err := subPopErr(s, queue, lease)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return claims
+}
+
+func subPopErr(s *Store, queue, lease string) ([]ports.Claim, error) {
+	claims, _, err := s.Pop(context.Background(), ports.PopRequest{Tenant: ports.DefaultTenant, Queue: queue,
+		Partition: "p", Group: "g", Batch: 10, Partitions: 1, LeaseID: lease, SubscribeMode: ports.SubscribeNew})
+	return claims, err
 }
 
 // recordSubscription does what a pop's first contact does in log_group_from_v2, in tx
@@ -38,32 +45,52 @@ SELECT q.id, 'g', 'new', clock_timestamp() FROM queen.queues q WHERE q.name = $1
 	}
 }
 
+// waitForAdvisoryWaiter polls until a session waits for an advisory lock (a bounded
+// poll: the waiter is the pop started just before).
+func waitForAdvisoryWaiter(t *testing.T, s *Store) {
+	t.Helper()
+	for range 500 {
+		var n int
+		if err := s.pool.QueryRow(context.Background(),
+			`SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
+			    AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n > 0 {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatal("no pop waited for the subscription being recorded within 5 s")
+}
+
 // TestSubscriptionNewAtFirstContact: a group subscribed with mode new reads every message
 // stored after the instant its subscription records, also when a second pop makes first
-// contact while the first is still recording it. The second pop seeds no cursor then
-// (it could only seed one from an instant of its own, later than the recorded one, and
-// skip for good what was stored in between); the next pop after the record commits
-// seeds from the recorded instant.
+// contact while the first is still recording it. The second pop waits for the record
+// (an instant of its own would be later than the recorded one, and a cursor seeded from
+// it would skip for good what was stored in between) and seeds from the recorded
+// instant; when the record rolls back, it seeds nothing and the next pop records one.
 func TestSubscriptionNewAtFirstContact(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
-		name string
-		// commit: the recording transaction commits (true) or rolls back (false).
-		commit bool
-		// want is the offsets the pop after the record ended claims.
-		want []int64
+		name   string
+		queue  string
+		commit bool // the recording transaction commits (true) or rolls back (false)
+		// racing is the offsets the pop racing the record claims, next the ones of the
+		// pop after it.
+		racing, next []int64
 	}{
 		// "before" was stored before the recorded instant, "after" after it.
-		{name: "the recorded instant is the one every cursor starts from", commit: true, want: []int64{1}},
-		// Nothing was recorded: that pop is the first contact, and starts after both.
-		{name: "a record rolled back leaves the next pop to make first contact", commit: false, want: nil},
+		{name: "the racing pop starts from the recorded instant", queue: "subnew-commit", commit: true,
+			racing: []int64{1}},
+		// Nothing was recorded: the next pop is the first contact, and starts after both.
+		{name: "a record rolled back leaves the next pop to make first contact", queue: "subnew-rollback"},
 	}
 	s := newStore(t, Options{PoolSize: 4})
 	ctx := context.Background()
-	for i, tc := range cases {
-		queue := []string{"subnew-commit", "subnew-rollback"}[i]
+	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if _, err := s.PushSegments(ctx, []ports.Segment{oneFrame(queue, "p", "before")}); err != nil {
+			if _, err := s.PushSegments(ctx, []ports.Segment{oneFrame(tc.queue, "p", "before")}); err != nil {
 				t.Fatal(err)
 			}
 			tx, err := s.pool.Begin(ctx)
@@ -71,13 +98,20 @@ func TestSubscriptionNewAtFirstContact(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer func() { _ = tx.Rollback(ctx) }()
-			recordSubscription(t, tx, queue)
-			if _, err := s.PushSegments(ctx, []ports.Segment{oneFrame(queue, "p", "after")}); err != nil {
+			recordSubscription(t, tx, tc.queue)
+			if _, err := s.PushSegments(ctx, []ports.Segment{oneFrame(tc.queue, "p", "after")}); err != nil {
 				t.Fatal(err)
 			}
-			if got := subPop(t, s, queue, "0191d7a2-0000-7000-8000-000000000011"); len(got) != 0 {
-				t.Fatalf("a pop racing the subscription's record claimed %+v, want nothing (busy)", got)
+			type answer struct {
+				claims []ports.Claim
+				err    error
 			}
+			racing := make(chan answer, 1)
+			go func() {
+				claims, err := subPopErr(s, tc.queue, "0191d7a2-0000-7000-8000-000000000011")
+				racing <- answer{claims, err}
+			}()
+			waitForAdvisoryWaiter(t, s)
 			if tc.commit {
 				err = tx.Commit(ctx)
 			} else {
@@ -86,18 +120,29 @@ func TestSubscriptionNewAtFirstContact(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := subPop(t, s, queue, "0191d7a2-0000-7000-8000-000000000012")
-			var offsets []int64
-			for _, c := range got {
-				for o := c.Start; o <= c.End; o++ {
-					offsets = append(offsets, o)
-				}
+			a := <-racing
+			if a.err != nil {
+				t.Fatal(a.err)
 			}
-			if len(offsets) != len(tc.want) || (len(offsets) > 0 && offsets[0] != tc.want[0]) {
-				t.Fatalf("after the record ended the pop claimed offsets %v, want %v", offsets, tc.want)
+			if got := claimedOffsets(a.claims); !slices.Equal(got, tc.racing) {
+				t.Fatalf("the pop racing the record claimed offsets %v, want %v", got, tc.racing)
+			}
+			if got := claimedOffsets(subPop(t, s, tc.queue, "0191d7a2-0000-7000-8000-000000000012")); !slices.Equal(got, tc.next) {
+				t.Fatalf("the pop after it claimed offsets %v, want %v", got, tc.next)
 			}
 		})
 	}
+}
+
+// claimedOffsets lists the offsets of claims.
+func claimedOffsets(claims []ports.Claim) []int64 {
+	var out []int64
+	for _, c := range claims {
+		for o := c.Start; o <= c.End; o++ {
+			out = append(out, o)
+		}
+	}
+	return out
 }
 
 // TestSubscriptionNewTakesConcurrentCommits: a push that took its partition lock before
