@@ -11,6 +11,7 @@ import (
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect/pgdialect"
 
+	"github.com/queen-go/queen/core/loglimit"
 	"github.com/queen-go/queen/ports"
 )
 
@@ -66,7 +67,11 @@ func (a *Admin) run(ctx context.Context, op string, fn func(context.Context, bun
 	}
 	err = fn(ctx, c)
 	if err != nil && (ctx.Err() != nil || sqlState(err) == "57014") && a.opts.Discard != nil {
-		a.opts.Logger.Warn("admin: statement cancelled, discarding its connection", "op", op, "err", err)
+		level := slog.LevelWarn // ran out of time; a caller that went away (a client's request ended) is no failure
+		if errors.Is(ctx.Err(), context.Canceled) {
+			level = slog.LevelDebug
+		}
+		a.opts.Logger.Log(ctx, level, "admin: statement cancelled, discarding its connection", loglimit.Cause("admin statement cancelled"), "op", op, "err", err)
 		_ = c.Raw(a.opts.Discard) // reports driver.ErrBadConn by design
 	}
 	_ = c.Close()

@@ -10,6 +10,7 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/queen-go/queen/core/consume"
+	"github.com/queen-go/queen/core/loglimit"
 	"github.com/queen-go/queen/ports"
 )
 
@@ -76,7 +77,7 @@ func (a *api) ack(w http.ResponseWriter, r *http.Request, in []consume.AckInput)
 	if err != nil {
 		// An ack answers 200 whatever the database did (api.md §5.3): the items it did
 		// not take fail, and the lease expiry redelivers what they covered.
-		a.opts.Logger.Error("ack failed", "items", len(in), "err", err)
+		a.opts.Logger.Log(r.Context(), failureLevel(r, err), "ack failed", loglimit.Cause("ack failed"), "items", len(in), "err", err)
 	}
 	writeEncoded(w, http.StatusOK, func(dst []byte) ([]byte, error) { return appendAckResults(dst, in, res), nil })
 }

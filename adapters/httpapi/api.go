@@ -16,6 +16,7 @@ import (
 	"github.com/queen-go/queen/core/auth"
 	"github.com/queen-go/queen/core/consume"
 	"github.com/queen-go/queen/core/drain"
+	"github.com/queen-go/queen/core/loglimit"
 	"github.com/queen-go/queen/core/maintenance"
 	"github.com/queen-go/queen/core/push"
 	"github.com/queen-go/queen/core/queues"
@@ -202,7 +203,7 @@ func (a *api) handleHealth(w http.ResponseWriter, r *http.Request) {
 	body := map[string]string{"status": "healthy", "database": "connected", "engine": "segments-go", "version": a.opts.Version}
 	code := http.StatusOK
 	if err := a.DB.Ping(ctx); err != nil {
-		a.opts.Logger.Warn("health: database unreachable", "err", err)
+		a.opts.Logger.Warn("health: database unreachable", loglimit.Cause("health database unreachable"), "err", err)
 		body["status"], body["database"] = "unhealthy", "disconnected"
 		code = http.StatusServiceUnavailable
 	}

@@ -1,16 +1,19 @@
 package httpapi
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strconv"
 
 	"github.com/queen-go/queen/core/admin"
 	"github.com/queen-go/queen/core/auth"
 	"github.com/queen-go/queen/core/consume"
 	"github.com/queen-go/queen/core/encryption"
+	"github.com/queen-go/queen/core/loglimit"
 	"github.com/queen-go/queen/core/push"
 	"github.com/queen-go/queen/core/queues"
 	"github.com/queen-go/queen/core/streams"
@@ -103,7 +106,7 @@ func writeError(w http.ResponseWriter, log *slog.Logger, err error) {
 	case errors.As(err, &qe) && qe.Invalid:
 		body["invalid"] = qe.Option // api.md §5.6: rejected sink options are named
 	case code >= 500:
-		log.Error("request failed", "status", code, "err", err)
+		log.Log(context.Background(), failureLevel(nil, err), "request failed", loglimit.Cause("request failed "+strconv.Itoa(code)), "status", code, "err", err)
 		body["error"] = http.StatusText(code)
 	case code == http.StatusUnauthorized:
 		w.Header().Set("WWW-Authenticate", "Bearer") // RFC 6750 §3

@@ -12,6 +12,7 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/queen-go/queen/core/admin"
+	"github.com/queen-go/queen/core/loglimit"
 )
 
 // messagesRoutes registers the message browser, one message's detail, dead-letter
@@ -309,7 +310,7 @@ func (a *api) writeReplay(w http.ResponseWriter, rep admin.Replay, err error) {
 		default:
 			body.Message = "Nothing was replayed and the dead letter is untouched"
 		}
-		a.opts.Logger.Warn("dead-letter replay refused", "result", re.Result, "err", re.Err)
+		a.opts.Logger.Warn("dead-letter replay refused", loglimit.Cause("dead-letter replay refused"), "result", re.Result, "err", re.Err)
 		writeJSON(w, code, body)
 	case err != nil:
 		writeError(w, a.opts.Logger, err)

@@ -7,6 +7,7 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/queen-go/queen/core/drain"
+	"github.com/queen-go/queen/core/loglimit"
 	"github.com/queen-go/queen/ports"
 )
 
@@ -29,7 +30,7 @@ func (a *api) buffers() drain.Status {
 // operator sees what another broker set even between refreshes.
 func (a *api) handleMaintenanceGet(w http.ResponseWriter, r *http.Request) {
 	if err := a.Maintenance.Refresh(r.Context()); err != nil {
-		a.opts.Logger.Warn("maintenance: flags unreadable, answering the last known ones", "err", err)
+		a.opts.Logger.Warn("maintenance: flags unreadable, answering the last known ones", loglimit.Cause("maintenance flags unreadable"), "err", err)
 	}
 	b := a.buffers()
 	writeJSON(w, http.StatusOK, map[string]any{
@@ -47,7 +48,7 @@ func (a *api) handleMaintenanceGet(w http.ResponseWriter, r *http.Request) {
 
 func (a *api) handlePopMaintenanceGet(w http.ResponseWriter, r *http.Request) {
 	if err := a.Maintenance.Refresh(r.Context()); err != nil {
-		a.opts.Logger.Warn("maintenance: flags unreadable, answering the last known ones", "err", err)
+		a.opts.Logger.Warn("maintenance: flags unreadable, answering the last known ones", loglimit.Cause("maintenance flags unreadable"), "err", err)
 	}
 	writeJSON(w, http.StatusOK, popMaintenanceBody(a.Maintenance.Pop()))
 }

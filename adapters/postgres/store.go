@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/queen-go/queen/core/loglimit"
 	"github.com/queen-go/queen/ports"
 	"github.com/queen-go/queen/schema"
 )
@@ -190,7 +191,8 @@ func (s *Store) run(ctx context.Context, op string, fn func(context.Context, *pg
 	}
 	err = fn(ctx, c)
 	if err != nil && (ctx.Err() != nil || isCancel(err)) {
-		s.opts.Logger.Warn("postgres: statement cancelled, discarding its connection",
+		// A caller that went away (a client's request ended) is no failure: DEBUG.
+		s.opts.Logger.Log(ctx, cancelLevel(ctx), "postgres: statement cancelled, discarding its connection", loglimit.Cause("postgres statement cancelled"),
 			"op", op, "pid", c.Conn().PgConn().PID(), "err", err)
 		closeCtx, done := context.WithTimeout(context.Background(), time.Second)
 		_ = c.Conn().Close(closeCtx) // the pool destroys closed connections on Release
@@ -198,6 +200,15 @@ func (s *Store) run(ctx context.Context, op string, fn func(context.Context, *pg
 	}
 	c.Release()
 	return translate(op, err)
+}
+
+// cancelLevel is the level of a cancelled statement's line: DEBUG when its caller
+// cancelled it (the client went away), WARN when it ran out of time.
+func cancelLevel(ctx context.Context) slog.Level {
+	if errors.Is(ctx.Err(), context.Canceled) {
+		return slog.LevelDebug
+	}
+	return slog.LevelWarn
 }
 
 func isCancel(err error) bool {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/queen-go/queen/core/dedup"
 	"github.com/queen-go/queen/core/envelope"
+	"github.com/queen-go/queen/core/loglimit"
 	"github.com/queen-go/queen/core/names"
 	"github.com/queen-go/queen/core/push"
 	"github.com/queen-go/queen/core/queues"
@@ -247,7 +248,7 @@ func (m *Messages) fill(ctx context.Context, page []Message) error {
 			err = fmt.Errorf("%w: %d frames, want %d", segment.ErrCorrupt, len(fs), b.Count)
 		}
 		if err != nil {
-			m.opts.Logger.Error("admin: segment not decodable, messages listed without data",
+			m.opts.Logger.Error("admin: segment not decodable, messages listed without data", loglimit.Cause("admin segment corrupt"),
 				"partition_id", b.PartitionID, "base_offset", b.BaseOffset, "err", err)
 			continue
 		}
@@ -277,7 +278,7 @@ func (m *Messages) setFrame(msg *Message, f *segment.Frame) {
 	msg.Encrypted = f.Encrypted
 	p, err := queues.OpenPayload(f, m.opts.Sealer)
 	if err != nil {
-		m.opts.Logger.Warn("admin: message shown without its payload", "partition_id", msg.PartitionID,
+		m.opts.Logger.Warn("admin: message shown without its payload", loglimit.Cause("admin payload sealed"), "partition_id", msg.PartitionID,
 			"offset", msg.Offset, "err", err)
 	}
 	msg.Data = p.Data

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/queen-go/queen/core/loglimit"
 	"github.com/queen-go/queen/core/names"
 	"github.com/queen-go/queen/core/notify"
 	"github.com/queen-go/queen/ports"
@@ -565,7 +566,7 @@ func (s *Resources) SharedState(ctx context.Context) SharedState {
 	var out SharedState
 	if m := s.opts.Maintenance; m != nil {
 		if err := m.Refresh(ctx); err != nil {
-			s.opts.Logger.Warn("shared state: maintenance flags unreadable, answering the last known ones", "err", err)
+			s.opts.Logger.Warn("shared state: maintenance flags unreadable, answering the last known ones", loglimit.Cause("maintenance flags unreadable"), "err", err)
 		}
 		out.MaintenanceMode, out.PopMaintenanceMode = m.Push(), m.Pop()
 	}

@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 
 	"github.com/queen-go/queen/core/dedup"
+	"github.com/queen-go/queen/core/names"
 	"github.com/queen-go/queen/core/notify"
 	"github.com/queen-go/queen/ports"
 )
@@ -50,6 +52,19 @@ func IsUUID(s string) bool {
 // Item converts an input into a store item, or says (an *InputError) why it cannot name
 // a message.
 func (in AckInput) Item() (ports.AckItem, error) {
+	// A transactionId no push accepts names no message; a NUL byte or invalid UTF-8
+	// would fail the whole batch in the database instead of this item.
+	if err := names.CheckTransactionID(in.TransactionID); err != nil {
+		return ports.AckItem{}, &InputError{Msg: "transactionId " + err.Error()}
+	}
+	if !utf8.ValidString(in.Error) || strings.IndexByte(in.Error, 0) >= 0 {
+		return ports.AckItem{}, &InputError{Msg: "error must be UTF-8 text without NUL bytes"}
+	}
+	if in.Group != "" {
+		if err := names.Check(in.Group); err != nil {
+			return ports.AckItem{}, &InputError{Msg: "consumerGroup " + err.Error()}
+		}
+	}
 	switch {
 	case in.TransactionID == "":
 		return ports.AckItem{}, &InputError{Msg: "transactionId is required"}

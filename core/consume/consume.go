@@ -13,6 +13,7 @@ import (
 
 	"github.com/queen-go/queen/core/envelope"
 	"github.com/queen-go/queen/core/hotlist"
+	"github.com/queen-go/queen/core/loglimit"
 	"github.com/queen-go/queen/core/notify"
 	"github.com/queen-go/queen/core/segment"
 	"github.com/queen-go/queen/ports"
@@ -251,6 +252,7 @@ func (s *Service) release(req ports.PopRequest, claims []ports.Claim, why error)
 	defer cancel()
 	if err := s.store.Release(ctx, req.Group, req.LeaseID, req.AutoAck, claims); err != nil {
 		s.opts.Logger.Warn("consume: could not release the claims of a client that went away; leased spans redeliver at lease expiry",
+			loglimit.Cause("consume release failed"),
 			"group", req.Group, "partitions", len(claims), "auto_ack", req.AutoAck, "err", err)
 		return why
 	}
@@ -346,12 +348,13 @@ func (s *Service) message(f *segment.Frame, at time.Time, c *ports.Claim, b *Bat
 // still delivered, with data null, so the partition is not wedged behind it.
 func (s *Service) open(env []byte, pid string) json.RawMessage {
 	if s.opts.Sealer == nil {
-		s.opts.Logger.Warn("consume: encrypted message but QUEEN_ENCRYPTION_KEY is not set", "partition_id", pid)
+		s.opts.Logger.Warn("consume: encrypted message but QUEEN_ENCRYPTION_KEY is not set", loglimit.Cause("consume key missing"),
+			"partition_id", pid)
 		return nil
 	}
 	plain, err := s.opts.Sealer.Open(env)
 	if err != nil {
-		s.opts.Logger.Warn("consume: cannot decrypt message", "partition_id", pid, "err", err)
+		s.opts.Logger.Warn("consume: cannot decrypt message", loglimit.Cause("consume decrypt failed"), "partition_id", pid, "err", err)
 		return nil
 	}
 	return plain

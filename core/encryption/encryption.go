@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/queen-go/queen/core/envelope"
+	"github.com/queen-go/queen/core/loglimit"
 	"github.com/queen-go/queen/core/notify"
 	"github.com/queen-go/queen/core/segment"
 	"github.com/queen-go/queen/ports"
@@ -119,7 +120,8 @@ func (p *Policy) flag(ctx context.Context, tenant, queue string, read bool) stat
 	}
 	on, err := p.settings.EncryptionEnabled(ctx, tenant, queue)
 	if err != nil {
-		p.opts.Logger.Warn("encryption: cannot read the queue's encryptionEnabled flag", "queue", queue, "err", err)
+		p.opts.Logger.Warn("encryption: cannot read the queue's encryptionEnabled flag", loglimit.Cause("encryption flag unreadable"),
+			"queue", queue, "err", err)
 		return state{err: err}
 	}
 	p.mu.Lock()
@@ -187,11 +189,13 @@ func (m *Memo) Seal(tenant, queue string, f *segment.Frame) error {
 	if !ok {
 		st = m.p.flag(m.ctx, tenant, queue, m.read)
 		m.keep(key, st)
-		if m.p.sealer == nil && (st.on || !st.known) {
-			// Once per queue per request: a broker missing the key its queues need is
-			// misconfigured, and the operator must hear of it, not only the producer.
+		if m.p.sealer == nil && st.on {
+			// A broker missing the key its queues need is misconfigured, and the operator
+			// must hear of it, not only the producer. An unknown flag is no such sign: its
+			// read failure is logged above (or it was not read, every push being spooled:
+			// the replay decides), and the payload is spooled or refused as retryable.
 			m.p.opts.Logger.Warn("encryption: payloads for this queue cannot be encrypted: QUEEN_ENCRYPTION_KEY is not set",
-				"queue", queue, "flag_known", st.known)
+				loglimit.Cause("encryption key missing"), "queue", queue)
 		}
 	}
 	switch {

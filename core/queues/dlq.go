@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/queen-go/queen/core/envelope"
+	"github.com/queen-go/queen/core/loglimit"
 	"github.com/queen-go/queen/core/segment"
 	"github.com/queen-go/queen/ports"
 )
@@ -62,16 +63,16 @@ func (s *Service) decode(r *ports.DeadLetter) DeadLetter {
 	d := DeadLetter{DeadLetterInfo: r.DeadLetterInfo}
 	f, err := DeadLetterFrame(s.opts.Codec, r)
 	if err != nil {
-		s.opts.Logger.Error("queues: dead letter not decodable, listed without data", "dlq_id", r.ID, "err", err)
+		s.opts.Logger.Error("queues: dead letter not decodable, listed without data", loglimit.Cause("dead letter corrupt"), "dlq_id", r.ID, "err", err)
 		return d
 	}
 	d.ProducerSub = f.ProducerSub
 	p, err := OpenPayload(&f, s.opts.Sealer)
 	switch {
 	case p.Sealed:
-		s.opts.Logger.Warn("queues: dead letter payload cannot be decrypted", "dlq_id", r.ID, "err", err)
+		s.opts.Logger.Warn("queues: dead letter payload cannot be decrypted", loglimit.Cause("dead letter sealed"), "dlq_id", r.ID, "err", err)
 	case err != nil:
-		s.opts.Logger.Error("queues: dead letter payload is not JSON, listed without data", "dlq_id", r.ID)
+		s.opts.Logger.Error("queues: dead letter payload is not JSON, listed without data", loglimit.Cause("dead letter not JSON"), "dlq_id", r.ID)
 	}
 	d.Data, d.Encrypted = p.Data, p.Sealed
 	return d
