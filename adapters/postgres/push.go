@@ -94,18 +94,30 @@ const pushRuns = 4
 // runs again (pushRuns); one undone every time fails with ports.ErrConflict.
 func (s *Store) PushSegments(ctx context.Context, segs []ports.Segment) ([]ports.SegmentResult, error) {
 	var out []ports.SegmentResult
+	err := s.runAgainIfUndone(ctx, "push", func(ctx context.Context, c *pgxpool.Conn) error {
+		var err error
+		out, err = pushBundle(ctx, c, segs)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// runAgainIfUndone is run for a transaction that writes segments (a push bundle, a
+// transaction, a streams cycle): one that a concurrent transaction undid (undoneBy) runs
+// again, up to pushRuns runs, and one undone every time fails with ports.ErrConflict.
+// fn must start from scratch on every run: nothing of a failed run was stored.
+func (s *Store) runAgainIfUndone(ctx context.Context, op string, fn func(context.Context, *pgxpool.Conn) error) error {
 	for run := 1; ; run++ {
-		err := s.run(ctx, "push", func(ctx context.Context, c *pgxpool.Conn) error {
-			var err error
-			out, err = pushBundle(ctx, c, segs)
-			return err
-		})
+		err := s.run(ctx, op, fn)
 		undone := undoneBy(err)
 		switch {
 		case undone == "" || ctx.Err() != nil:
-			return out, err
+			return err
 		case run == pushRuns:
-			return nil, fmt.Errorf("postgres: push: %s during each of %d runs: %w", undone, run, ports.ErrConflict)
+			return fmt.Errorf("postgres: %s: %s during each of %d runs: %w", op, undone, run, ports.ErrConflict)
 		}
 	}
 }

@@ -137,7 +137,7 @@ func (s *Store) Cycle(ctx context.Context, c ports.Cycle) (ports.CycleResult, er
 		out ports.CycleResult
 		rb  *ports.RollbackError
 	)
-	err := s.run(ctx, "stream cycle", func(ctx context.Context, conn *pgxpool.Conn) error {
+	err := s.runAgainIfUndone(ctx, "stream cycle", func(ctx context.Context, conn *pgxpool.Conn) error {
 		out, rb = ports.CycleResult{}, nil
 		tx, err := conn.Begin(ctx)
 		if err != nil {

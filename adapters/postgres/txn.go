@@ -21,7 +21,8 @@ func (s *Store) Transaction(ctx context.Context, segs []ports.Segment, acks []po
 		acked  []ports.AckResult
 		rb     *ports.RollbackError
 	)
-	err := s.run(ctx, "transaction", func(ctx context.Context, c *pgxpool.Conn) error {
+	err := s.runAgainIfUndone(ctx, "transaction", func(ctx context.Context, c *pgxpool.Conn) error {
+		pushed, acked, rb = nil, nil, nil
 		tx, err := c.Begin(ctx)
 		if err != nil {
 			return err
