@@ -102,7 +102,7 @@ func TestLimit(t *testing.T) {
 					tt.log(l)
 					time.Sleep(time.Millisecond)
 				}
-				time.Sleep(start.Add(3*time.Second - time.Nanosecond).Sub(time.Now()))
+				time.Sleep(time.Until(start.Add(3*time.Second - time.Nanosecond)))
 				synctest.Wait()
 				got := map[string]int{}
 				for _, r := range out.records(t) {
