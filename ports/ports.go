@@ -3,6 +3,7 @@ package ports
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -21,6 +22,12 @@ type Segment struct {
 	Hashes    []byte // 16 x Count bytes of xxh3-128, frame k at [16k, 16k+16)
 	Verified  int64  // offsets <= Verified are known not to hold these hashes; -1 = none
 	Blob      []byte // zstd-compressed packed frames
+	// Plain says some frame of Blob is stored unsealed (not an encryption envelope). The
+	// producer decided so from its cached copy of the queue's encryptionEnabled flag,
+	// which another broker may have changed since: the store refuses a plain segment of a
+	// queue that encrypts (SegmentEncrypted), so a payload of an encrypted queue never
+	// reaches it in plaintext.
+	Plain bool
 }
 
 // SegmentStatus is the outcome of one segment of a bundle.
@@ -32,7 +39,19 @@ const (
 	// SegmentDuplicate: some frames' hashes already exist in the partition inside the
 	// dedup window (listed in Dups); nothing of the segment was written.
 	SegmentDuplicate
+	// SegmentEncrypted: refused: the queue encrypts and the segment holds plaintext
+	// (Segment.Plain); nothing of it was stored. The segment's producer decided from a
+	// stale flag: it seals the frames and pushes again, or refuses them.
+	SegmentEncrypted
 )
+
+// PlainRefusal is the rollback of a store transaction (a transaction, a streams cycle)
+// with a segment answered SegmentEncrypted: all or nothing, as for any other refusal.
+func PlainRefusal(sg Segment) *RollbackError {
+	return &RollbackError{Reason: "encryption", Msg: fmt.Sprintf(
+		"queue %q has encryptionEnabled and a payload for it was not encrypted (this broker's flag was stale); nothing was applied",
+		sg.Queue)}
+}
 
 // Dup names one incoming frame (Index, in segment frame order) and the absolute offset
 // of its original occurrence.

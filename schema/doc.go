@@ -27,9 +27,18 @@
 //
 // Functions:
 //
+//   - log_push_multi_v4 (015_push_sealed.sql): the broker's only allocator path (fused
+//     pushes, transactions, streams cycles): log_push_multi_v3 behind a guard that
+//     refuses plain segments (some frame unsealed, p_plain) of queues whose
+//     encryption_enabled is on, so a broker deciding from a stale cached flag never
+//     stores plaintext for an encrypted queue. The flag is read once per distinct queue
+//     of the plain segments (a unique-index probe); no plain segment, no read. A refused
+//     segment allocates nothing and answers its ordinal with base_offset and dup_idx
+//     NULL; the others are committed by v3.
+//
 //   - log_push_multi_v3 (013_push_set.sql): one fused push bundle (N segments of N
 //     partitions) in one call, answering one typed row per segment (no JSON on the hot
-//     path). The broker's only allocator path (fused pushes and transactions): one lock
+//     path). Called by v4, and by older brokers sharing the database: one lock
 //     statement in the global lock order, the dedup probe (log_dedup_probe_v1) per
 //     segment where needed, then one UPDATE of the partitions' offsets and one INSERT
 //     per table for the whole bundle. log_push_prepare_v1 checks, provisions and

@@ -304,6 +304,11 @@ func (s *Store) pushOne(sg ports.Segment, now time.Time, j *journal) ports.Segme
 	if tenant == "" {
 		tenant = ports.DefaultTenant
 	}
+	if sg.Plain && s.encrypted[tenant+"\x1f"+sg.Queue] {
+		// log_push_multi_v4's guard: plaintext for a queue that encrypts is refused
+		// before anything is provisioned or allocated.
+		return ports.SegmentResult{Status: ports.SegmentEncrypted}
+	}
 	p := s.partitionOf(tenant, sg.Queue, sg.Partition, j)
 	w := s.window(p.queueKey)
 	if w > 0 {

@@ -121,6 +121,10 @@ func (s *Store) Cycle(_ context.Context, c ports.Cycle) (ports.CycleResult, erro
 				}
 				r := s.pushOne(sg, now, j)
 				out.Pushed[i] = r
+				if r.Status == ports.SegmentEncrypted {
+					s.undo(j)
+					return ports.CycleResult{}, ports.PlainRefusal(sg)
+				}
 				if r.Status != ports.SegmentDuplicate || c.Resolve == nil {
 					break
 				}

@@ -68,6 +68,10 @@ func (s *Store) Transaction(_ context.Context, segs []ports.Segment, acks []port
 			pushed[i] = s.pushOne(sg, now, j)
 		}
 		for i, r := range pushed {
+			if r.Status == ports.SegmentEncrypted {
+				s.undo(j)
+				return nil, nil, ports.PlainRefusal(segs[i])
+			}
 			if r.Status == ports.SegmentDuplicate {
 				s.undo(j)
 				return nil, nil, &ports.RollbackError{Reason: "duplicate", Msg: fmt.Sprintf(

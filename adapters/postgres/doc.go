@@ -17,8 +17,9 @@
 //
 // # The bundle call
 //
-// pushBundle (push.go) runs log_push_multi_v3, prepared once per connection as
-// queen_push_multi_v3, with its seven array parameters written by hand in PostgreSQL's
+// pushBundle (push.go) runs log_push_multi_v4 (v3 refusing plaintext for queues that
+// encrypt), prepared once per connection as queen_push_multi_v4, with its eight array
+// parameters written by hand in PostgreSQL's
 // binary array format into a pooled buffer and its rows read from their binary values
 // (pushwire.go, which spells out both layouts). The result columns' types are checked
 // against the statement's description before each call. TestPushParamsMatchPgx holds the

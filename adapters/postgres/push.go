@@ -15,11 +15,13 @@ import (
 
 // pushStmt is the whole fused bundle: one round trip, one commit, one row per segment.
 // It is prepared once per connection. It is the only allocator path (fused pushes,
-// transactions, streams cycles): the set-based log_push_multi_v3, whose per-segment
-// reference log_push_multi_v2 only the equivalence test calls (allocator_equiv_test.go).
-var pushStmt = bundleStmt{name: "queen_push_multi_v3",
+// transactions, streams cycles): log_push_multi_v4, the set-based log_push_multi_v3
+// refusing plain segments of queues that encrypt (ports.SegmentEncrypted). v3's
+// per-segment reference log_push_multi_v2 only the equivalence test calls
+// (allocator_equiv_test.go).
+var pushStmt = bundleStmt{name: "queen_push_multi_v4",
 	sql: `SELECT ord, partition_id::text, base_offset, created_at, window_seconds, dup_idx, dup_off
-	FROM queen.log_push_multi_v3($1::text[], $2::text[], $3::int4[], $4::bytea[], $5::int8[], $6::bytea[], $7::uuid[])`}
+	FROM queen.log_push_multi_v4($1::text[], $2::text[], $3::int4[], $4::bytea[], $5::int8[], $6::bytea[], $7::uuid[], $8::bool[])`}
 
 // bundleStmt is a bundle function's statement and the name it is prepared under.
 type bundleStmt struct{ name, sql string }
@@ -27,7 +29,7 @@ type bundleStmt struct{ name, sql string }
 // conner is a pooled connection or a transaction.
 type conner interface{ Conn() *pgx.Conn }
 
-// pushBundle runs log_push_multi_v3 on q and returns one result per segment, in input
+// pushBundle runs log_push_multi_v4 on q and returns one result per segment, in input
 // order.
 func pushBundle(ctx context.Context, q conner, segs []ports.Segment) ([]ports.SegmentResult, error) {
 	return pushBundleWith(ctx, q, pushStmt, segs)
@@ -50,7 +52,7 @@ func pushBundleWith(ctx context.Context, q conner, st bundleStmt, segs []ports.S
 		return nil, err
 	}
 	defer params.release()
-	rr := conn.PgConn().ExecPrepared(ctx, sd.Name, params.values[:], binaryFormats[:], binaryFormats[:])
+	rr := conn.PgConn().ExecPrepared(ctx, sd.Name, params.values[:], paramFormats[:], resultFormats[:])
 	out := make([]ports.SegmentResult, len(segs))
 	got := 0
 	var bad error

@@ -19,7 +19,7 @@ import (
 // pgx's generic path costs about 2 µs of broker CPU per segment on it: each array
 // element is planned and encoded through interfaces, the parameter buffer is cut back
 // to 256 bytes after every call and regrown for the next 4-8 KB bundle, and each result
-// row is scanned by reflection. Here the seven parameters are written in PostgreSQL's
+// row is scanned by reflection. Here the eight parameters are written in PostgreSQL's
 // binary array format into one pooled buffer, the statement is sent with
 // pgconn.ExecPrepared, and the rows are read from their binary values.
 //
@@ -28,14 +28,17 @@ import (
 //	ndim (1) | has-nulls flag (0) | element type OID | length | lower bound (1) |
 //	then per element: byte length | bytes
 //
-// Result columns (log_push_multi_v3/v2's RETURNS TABLE, partition_id cast to text):
-// ord int4, partition_id text, base_offset int8 (NULL: duplicate), created_at
-// timestamptz (int64 µs since 2000-01-01 UTC), window_seconds int4, dup_idx int4[],
-// dup_off int8[] (NULL unless duplicate). pushFieldOIDs pins them: a statement whose
-// description differs is refused before it runs.
+// Result columns (log_push_multi_v4/v3/v2's RETURNS TABLE, partition_id cast to text):
+// ord int4, partition_id text, base_offset int8 (NULL: duplicate or refused),
+// created_at timestamptz (int64 µs since 2000-01-01 UTC), window_seconds int4, dup_idx
+// int4[], dup_off int8[] (NULL unless duplicate). A refused segment (v4: plaintext for
+// a queue that encrypts) has base_offset and dup_idx NULL, and may have every other
+// column but ord NULL. pushFieldOIDs pins them: a statement whose description differs
+// is refused before it runs.
 
 // PostgreSQL type OIDs of the bundle call.
 const (
+	oidBool        = 16
 	oidBytea       = 17
 	oidInt8        = 20
 	oidInt4        = 23
@@ -49,8 +52,12 @@ const (
 // pushFieldOIDs are the result columns' types, in order.
 var pushFieldOIDs = [...]uint32{oidInt4, oidText, oidInt8, oidTimestamptz, oidInt4, oidInt4Array, oidInt8Array}
 
-// binaryFormats has one binary format code per parameter or column of the bundle call.
-var binaryFormats = [...]int16{1, 1, 1, 1, 1, 1, 1}
+// paramFormats and resultFormats have one binary format code per parameter, and per
+// result column, of the bundle call.
+var (
+	paramFormats  = [...]int16{1, 1, 1, 1, 1, 1, 1, 1}
+	resultFormats = [len(pushFieldOIDs)]int16{1, 1, 1, 1, 1, 1, 1}
+)
 
 // postgresEpochMicros is timestamptz's zero, 2000-01-01 UTC, in µs since the Unix epoch.
 const postgresEpochMicros = 946_684_800_000_000
@@ -59,7 +66,7 @@ const postgresEpochMicros = 946_684_800_000_000
 // are written into a buffer that already has the room.
 type pushParams struct {
 	buf    []byte
-	values [7][]byte
+	values [8][]byte
 }
 
 var pushParamsPool = sync.Pool{New: func() any { return &pushParams{buf: make([]byte, 0, 8<<10)} }}
@@ -70,19 +77,20 @@ const maxPooledParams = 256 << 10
 
 func (p *pushParams) release() {
 	if cap(p.buf) <= maxPooledParams {
-		p.buf, p.values = p.buf[:0], [7][]byte{}
+		p.buf, p.values = p.buf[:0], [8][]byte{}
 		pushParamsPool.Put(p)
 	}
 }
 
-// encodePushParams writes log_push_multi's seven arrays for segs: queues, partitions,
-// counts, hashes, verified watermarks, blobs and tenants (NULL when every segment is
-// the default tenant's: the function fills it in without parsing n UUIDs).
+// encodePushParams writes log_push_multi_v4's eight arrays for segs: queues,
+// partitions, counts, hashes, verified watermarks, blobs, tenants (NULL when every
+// segment is the default tenant's: the function fills it in without parsing n UUIDs)
+// and plain flags (NULL when no segment is Plain: the function checks nothing).
 func encodePushParams(segs []ports.Segment) (*pushParams, error) {
 	p := pushParamsPool.Get().(*pushParams)
 	n := len(segs)
 	b := p.buf[:0]
-	var start [7]int
+	var start [8]int
 	start[0], b = len(b), arrayHeader(b, oidText, n)
 	for _, sg := range segs {
 		b = appendElem(b, sg.Queue)
@@ -123,13 +131,27 @@ func encodePushParams(segs []ports.Segment) (*pushParams, error) {
 			b = append(binary.BigEndian.AppendUint32(b, 16), id[:]...)
 		}
 	}
+	start[7] = len(b)
+	if anyPlain(segs) {
+		b = arrayHeader(b, oidBool, n)
+		for _, sg := range segs {
+			v := byte(0)
+			if sg.Plain {
+				v = 1
+			}
+			b = append(binary.BigEndian.AppendUint32(b, 1), v)
+		}
+	}
 	// Slice only once the buffer stopped growing: earlier slices would point into an
 	// array that append has since replaced.
 	for i := range 6 {
 		p.values[i] = b[start[i]:start[i+1]]
 	}
-	if len(b) > start[6] {
-		p.values[6] = b[start[6]:]
+	if start[7] > start[6] {
+		p.values[6] = b[start[6]:start[7]]
+	}
+	if len(b) > start[7] {
+		p.values[7] = b[start[7]:]
 	}
 	p.buf = b
 	return p, nil
@@ -143,6 +165,15 @@ func tenantOr(tenant string) string {
 		return ports.DefaultTenant
 	}
 	return tenant
+}
+
+func anyPlain(segs []ports.Segment) bool {
+	for _, sg := range segs {
+		if sg.Plain {
+			return true
+		}
+	}
+	return false
 }
 
 func defaultTenantOnly(segs []ports.Segment) bool {
@@ -193,6 +224,10 @@ func decodePushRow(vals [][]byte) (int32, ports.SegmentResult, error) {
 	ord, err := int4Of(vals[0])
 	if err != nil {
 		return 0, r, err
+	}
+	if vals[2] == nil && vals[5] == nil { // neither stored nor a duplicate: refused
+		r.Status, r.PartitionID = ports.SegmentEncrypted, string(vals[1])
+		return ord, r, nil
 	}
 	if vals[1] == nil {
 		return 0, r, fmt.Errorf("%w: NULL partition id", errWire)

@@ -19,6 +19,7 @@ const (
 	oidTextArray  = 1009
 	oidByteaArray = 1001
 	oidUUIDArray  = 2951
+	oidBoolArray  = 1000
 )
 
 // pgxEncode is pgx's own binary encoding of v as oid: the reference encodePushParams
@@ -33,8 +34,10 @@ func pgxEncode(t testing.TB, oid uint32, v any) []byte {
 }
 
 // randomSegments makes n segments with random names, counts, hashes, watermarks and
-// blobs (empty ones included); tenants are all the default one unless mixed.
+// blobs (empty ones included); tenants are all the default one unless mixed, and about
+// one bundle in three has plain segments.
 func randomSegments(rng *rand.Rand, n int, mixed bool) []ports.Segment {
+	plain := rng.IntN(3) == 0
 	bytesOf := func(max int) []byte {
 		b := make([]byte, rng.IntN(max+1))
 		for i := range b {
@@ -45,7 +48,7 @@ func randomSegments(rng *rand.Rand, n int, mixed bool) []ports.Segment {
 	segs := make([]ports.Segment, n)
 	for i := range segs {
 		segs[i] = ports.Segment{Queue: string(bytesOf(12)), Partition: string(bytesOf(30)), Count: rng.IntN(5000),
-			Hashes: bytesOf(64), Verified: rng.Int64N(1<<40) - 1, Blob: bytesOf(300)}
+			Hashes: bytesOf(64), Verified: rng.Int64N(1<<40) - 1, Blob: bytesOf(300), Plain: plain && rng.IntN(2) == 0}
 		if mixed && rng.IntN(2) == 0 {
 			segs[i].Tenant = uuid.NewString()
 		} else if rng.IntN(2) == 0 {
@@ -56,7 +59,8 @@ func randomSegments(rng *rand.Rand, n int, mixed bool) []ports.Segment {
 }
 
 // TestPushParamsMatchPgx: the hand-written parameters of the bundle call are the bytes
-// pgx would send for the same arrays, tenants NULL when all are the default one.
+// pgx would send for the same arrays, tenants NULL when all are the default one, plain
+// flags NULL when no segment is plain.
 func TestPushParamsMatchPgx(t *testing.T) {
 	t.Parallel()
 	rng := rand.New(rand.NewPCG(7, 7))
@@ -71,16 +75,21 @@ func TestPushParamsMatchPgx(t *testing.T) {
 		var counts []int32
 		var verified []int64
 		var hashes, blobs [][]byte
+		var plain []bool
 		for _, sg := range segs {
+			plain = append(plain, sg.Plain)
 			queues, parts, tenants = append(queues, sg.Queue), append(parts, sg.Partition), append(tenants, uuid.MustParse(tenantOf(sg)))
 			counts, verified = append(counts, int32(sg.Count)), append(verified, sg.Verified)
 			hashes, blobs = append(hashes, sg.Hashes), append(blobs, sg.Blob)
 		}
 		want := [][]byte{pgxEncode(t, oidTextArray, queues), pgxEncode(t, oidTextArray, parts),
 			pgxEncode(t, oidInt4Array, counts), pgxEncode(t, oidByteaArray, hashes), pgxEncode(t, oidInt8Array, verified),
-			pgxEncode(t, oidByteaArray, blobs), nil}
+			pgxEncode(t, oidByteaArray, blobs), nil, nil}
 		if !defaultTenantOnly(segs) {
 			want[6] = pgxEncode(t, oidUUIDArray, tenants)
+		}
+		if slices.Contains(plain, true) {
+			want[7] = pgxEncode(t, oidBoolArray, plain)
 		}
 		for i := range want {
 			if len(segs) == 0 && i < 6 {
@@ -135,6 +144,10 @@ func TestDecodePushRow(t *testing.T) {
 			want: ports.SegmentResult{Status: ports.SegmentQueued, PartitionID: "pid-1", BaseOffset: base, CreatedAt: at, Window: 600 * time.Second}},
 		{name: "duplicate", vals: row(t, 1, "pid-2", nil, at, 0, []int32{0, 4}, []int64{7, 1 << 35}), ord: 1,
 			want: ports.SegmentResult{Status: ports.SegmentDuplicate, PartitionID: "pid-2", Dups: []ports.Dup{{Index: 0, Offset: 7}, {Index: 4, Offset: 1 << 35}}}},
+		{name: "refused", vals: [][]byte{pgxEncode(t, oidInt4, int32(4)), nil, nil, nil, nil, nil, nil}, ord: 4,
+			want: ports.SegmentResult{Status: ports.SegmentEncrypted}},
+		{name: "refused, partition named", vals: row(t, 5, "pid-4", nil, at, 0, nil, nil), ord: 5,
+			want: ports.SegmentResult{Status: ports.SegmentEncrypted, PartitionID: "pid-4"}},
 		{name: "duplicate, empty arrays", vals: row(t, 2, "pid-3", nil, at, 0, []int32{}, []int64{}), ord: 2,
 			want: ports.SegmentResult{Status: ports.SegmentDuplicate, PartitionID: "pid-3", Dups: []ports.Dup{}}},
 	}

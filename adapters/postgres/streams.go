@@ -159,6 +159,12 @@ func (s *Store) Cycle(ctx context.Context, c ports.Cycle) (ports.CycleResult, er
 		if out.Pushed, err = pushCycle(ctx, tx, c); err != nil {
 			return err
 		}
+		for i, r := range out.Pushed {
+			if r.Status == ports.SegmentEncrypted { // plaintext for a queue that encrypts
+				rb = ports.PlainRefusal(c.Segments[i])
+				return nil
+			}
+		}
 		if c.Ack != nil {
 			if out.Ack, rb, err = ackCycle(ctx, tx, *c.Ack, c.ReleaseLease); rb != nil || err != nil {
 				return err

@@ -33,6 +33,10 @@ func (s *Store) Transaction(ctx context.Context, segs []ports.Segment, acks []po
 				return err
 			}
 			for i, r := range pushed {
+				if r.Status == ports.SegmentEncrypted {
+					rb = ports.PlainRefusal(segs[i])
+					return nil
+				}
 				if r.Status == ports.SegmentDuplicate {
 					rb = &ports.RollbackError{Reason: "duplicate", Msg: fmt.Sprintf(
 						"QDUP transactionId already exists in partition %s/%s (frame %d); transaction rolled back",

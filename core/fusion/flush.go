@@ -166,12 +166,14 @@ func (b *Batcher) build(fp flushPart) (ports.Segment, plan) {
 	ints := make([]int, 2*n) // the plan's two slices, one allocation
 	pl := plan{firsts: dedup.Firsts(hashes, ints[:0:n]), slot: ints[n:]}
 	hashBlob := make([]byte, 0, 16*n)
+	plainFrames := false
 	for j, r := range fp.refs {
 		if pl.firsts[j] != j {
 			continue
 		}
 		pl.slot[j] = len(frames)
 		frames = append(frames, r.g.Frames[r.i])
+		plainFrames = plainFrames || !r.g.Frames[r.i].Encrypted
 		hashBlob = append(hashBlob, hashes[j][:]...)
 	}
 	return ports.Segment{
@@ -182,6 +184,7 @@ func (b *Batcher) build(fp flushPart) (ports.Segment, plan) {
 		Hashes:    hashBlob,
 		Verified:  fp.verified,
 		Blob:      b.codec.Encode(frames),
+		Plain:     plainFrames, // the store refuses it if the queue encrypts
 	}, pl
 }
 
@@ -206,6 +209,13 @@ func (b *Batcher) apply(fp flushPart, res ports.SegmentResult) []ref {
 				v.Status = Duplicate // repeats its first, earlier in this flush
 			}
 			complete(r, v)
+		}
+		return nil
+	case ports.SegmentEncrypted:
+		// Plaintext for a queue that encrypts (the pusher's flag was stale): nothing was
+		// stored, and nothing is remembered (learn keeps committed segments only).
+		for _, r := range fp.refs {
+			complete(r, Result{Status: Error, Err: fmt.Errorf("fusion: %s/%s: %w", fp.p.queue, fp.p.partition, ErrEncrypts)})
 		}
 		return nil
 	case ports.SegmentDuplicate:

@@ -40,7 +40,7 @@ type Result struct {
 	PartitionID string
 	MessageID   [16]byte
 	// Err says why an Error frame was not stored: the bundle's error (wrapping the ports
-	// sentinel that classifies it), ErrClosed, or errBadResult.
+	// sentinel that classifies it), ErrClosed, ErrEncrypts, or errBadResult.
 	Err error
 }
 
@@ -109,6 +109,12 @@ func (o *Options) defaults() {
 // ErrClosed is logged for groups submitted before Start or after Stop; they resolve to
 // Error.
 var ErrClosed = errors.New("fusion: batcher not running")
+
+// ErrEncrypts is the Err of the frames of a segment the store refused because it holds
+// plaintext and its queue encrypts (ports.SegmentEncrypted): the pusher decided from a
+// stale encryptionEnabled flag. Nothing was stored; the frames may be sealed and
+// pushed again, never spooled as they are.
+var ErrEncrypts = errors.New("the queue has encryptionEnabled and the payload was not encrypted; it was not stored")
 
 // Batcher is the fusion layer. Create it with New; it runs from Start until Stop.
 type Batcher struct {

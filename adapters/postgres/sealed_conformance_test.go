@@ -1,0 +1,11 @@
+package postgres
+
+import (
+	"testing"
+
+	"github.com/queen-go/queen/ports/porttest"
+)
+
+func TestPlainRefusedConformance(t *testing.T) {
+	porttest.PlainRefused(t, consumeFixture)
+}
