@@ -28,4 +28,7 @@
 // away), the later records of its partition wait behind it so the partition keeps its
 // order, and after Permanent attempts on its own it is quarantined with the reason; an
 // operator who configured the key moves it back to replay it (core/spool, Quarantine).
+// A record the store refuses unsealed (the broker's cached flag was stale: another
+// broker switched the queue on, see core/encryption) is refused too, not failed: the
+// flag is forgotten and the next attempt seals it, or refuses it as above.
 package drain

@@ -457,9 +457,21 @@ func (d *Drainer) submit(ctx context.Context, recs []spool.Record) ([]fusion.Sta
 	}
 	out := make([]fusion.Status, len(recs))
 	for i, w := range where {
-		if errs[i] == nil {
-			out[i] = groups[w[0]].Results[w[1]].Status
+		if errs[i] != nil {
+			continue
 		}
+		res := groups[w[0]].Results[w[1]]
+		if res.Status == fusion.Error && errors.Is(res.Err, fusion.ErrEncrypts) {
+			// The store refused the record unsealed: this broker's cached flag of its
+			// queue was stale (another broker switched the queue to encryptionEnabled).
+			// A refusal, not a database failure: the flag is forgotten, so the next
+			// attempt reads it again and seals the record, or refuses it as it refuses
+			// any record of a queue known to encrypt when there is no key.
+			d.opts.Encryption.Forget(recs[i].Tenant, recs[i].Queue)
+			errs[i] = fmt.Errorf("drain: record %s of %s/%s: %w", recs[i].TransactionID, recs[i].Queue, recs[i].Partition, res.Err)
+			continue
+		}
+		out[i] = res.Status
 	}
 	return out, errs
 }

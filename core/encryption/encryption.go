@@ -83,6 +83,9 @@ func (p *Policy) QueueChanged(c notify.QueueChange) { p.Forget(c.Tenant, c.Queue
 // Forget drops a queue's cached flag (its configuration changed, here or on another
 // broker).
 func (p *Policy) Forget(tenant, queue string) {
+	if p == nil {
+		return
+	}
 	p.mu.Lock()
 	delete(p.flags, queueKey{tenant, queue})
 	p.forgot++
