@@ -271,6 +271,7 @@ func (s *Service) Push(ctx context.Context, tenant, producerSub string, items []
 	wg.Add(len(fused))
 	s.batcher.Submit(fused...) // together: one request's partitions can share a bundle
 	wg.Wait()
+	refused := s.resealRefused(ctx, tenant, groups)
 	if failed := s.spoolFailed(ctx, tenant, groups, spooled); len(failed) > 0 {
 		if spooled == nil {
 			spooled = failed
@@ -286,6 +287,10 @@ func (s *Service) Push(ctx context.Context, tenant, producerSub string, items []
 		}
 		if st, ok := spooled[[2]int{sl.group, sl.frame}]; ok {
 			results[i].Status = st // no partition id or offset yet: they come with the replay
+			continue
+		}
+		if err, ok := refused[[2]int{sl.group, sl.frame}]; ok {
+			results[i].Status, results[i].Err = StatusFailed, err // never stored (refused.go)
 			continue
 		}
 		fill(&results[i], groups[sl.group].Results[sl.frame])
@@ -431,7 +436,7 @@ func (s *Service) spoolFailed(ctx context.Context, tenant string, groups []*fusi
 			continue
 		}
 		for k, r := range g.Results {
-			if r.Status == fusion.Error {
+			if r.Status == fusion.Error && !errors.Is(r.Err, fusion.ErrEncrypts) { // refused: never spooled as it is
 				refs = append(refs, [2]int{gi, k})
 				down = down || outage(r.Err)
 			}

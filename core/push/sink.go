@@ -103,7 +103,23 @@ func (b *Sink) segment(k int) ports.Segment {
 		sg.Hashes = append(sg.Hashes, h[:]...)
 	}
 	sg.Blob = b.svc.opts.Codec.Encode(b.frames[k])
+	sg.Plain = anyPlain(b.frames[k]) // the store refuses it if the queue encrypts: the cycle rolls back
 	return sg
+}
+
+// RolledBack takes the store's refusal of the cycle: a refusal of plaintext bound for a
+// queue that encrypts (this broker's cached flag was stale) forgets the flags of the
+// plain segments' queues, so the next cycle seals its payloads or refuses them as for a
+// queue known to encrypt. Other errors change nothing.
+func (b *Sink) RolledBack(err error) {
+	if !refusedByStore(err) {
+		return
+	}
+	for _, sg := range b.segs {
+		if sg.Plain {
+			b.svc.opts.Encryption.Forget(b.tenant, sg.Queue)
+		}
+	}
 }
 
 // Segments are the segments to push, one per (queue, partition), in first-item order.

@@ -47,19 +47,38 @@ var ErrSpooledAhead = errors.New("a partition of the transaction has spooled pus
 // request (duplicate, unknown message, lease). An error wrapping one of the
 // core/encryption refusals means a push could not be written as its queue requires
 // (encrypted queue, no key): nothing was applied.
+//
+// A transaction the store refuses for plaintext bound for a queue that encrypts (this
+// broker's cached flag was stale, see refused.go) runs once more with the flags of its
+// plain segments' queues read afresh: sealed with a key, refused with
+// encryption.ErrNoKey without one, as for a queue known to encrypt.
 func (s *Service) Transaction(ctx context.Context, tenant, producerSub string, ops []TxnOp, hint string) ([]TxnResult, error) {
 	if s.opts.Transactions == nil || s.opts.Codec == nil {
 		return nil, ErrNoTransactions
 	}
+	out, segs, err := s.transaction(ctx, tenant, producerSub, ops, hint)
+	if refusedByStore(err) {
+		for _, sg := range segs {
+			if sg.Plain {
+				s.opts.Encryption.Forget(tenant, sg.Queue)
+			}
+		}
+		out, _, err = s.transaction(ctx, tenant, producerSub, ops, hint)
+	}
+	return out, err
+}
+
+// transaction is one run of Transaction; it returns the segments it tried too.
+func (s *Service) transaction(ctx context.Context, tenant, producerSub string, ops []TxnOp, hint string) ([]TxnResult, []ports.Segment, error) {
 	out := make([]TxnResult, len(ops))
 	segs, locate, err := s.txnSegments(ctx, tenant, producerSub, ops, out)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if s.opts.Spool != nil {
 		for _, sg := range segs {
 			if s.opts.Spool.Pending(tenant, sg.Queue, sg.Partition) {
-				return nil, fmt.Errorf("push: transaction to %s/%s: %w", sg.Queue, sg.Partition, ErrSpooledAhead)
+				return nil, nil, fmt.Errorf("push: transaction to %s/%s: %w", sg.Queue, sg.Partition, ErrSpooledAhead)
 			}
 		}
 	}
@@ -72,14 +91,14 @@ func (s *Service) Transaction(ctx context.Context, tenant, producerSub string, o
 		it, err := op.Ack.Item()
 		if err != nil {
 			// The request's mistake, found before anything was tried: not a rollback.
-			return nil, &consume.InputError{Msg: fmt.Sprintf("operation %d: %v", i, err)}
+			return nil, nil, &consume.InputError{Msg: fmt.Sprintf("operation %d: %v", i, err)}
 		}
 		acks = append(acks, it)
 		ackPos = append(ackPos, i)
 	}
 	pushed, acked, err := s.opts.Transactions.Transaction(ctx, segs, acks, hint)
 	if err != nil {
-		return nil, err
+		return nil, segs, err
 	}
 	for k, r := range pushed {
 		for _, l := range locate[k] {
@@ -96,7 +115,7 @@ func (s *Service) Transaction(ctx context.Context, tenant, producerSub string, o
 	if s.opts.AcksApplied != nil && len(acks) > 0 {
 		s.opts.AcksApplied(tenant, acks, acked)
 	}
-	return out, nil
+	return out, segs, nil
 }
 
 // txnLoc is where a push op's message landed: frame of its segment.
@@ -157,10 +176,21 @@ func (s *Service) txnSegments(ctx context.Context, tenant, producerSub string, o
 	for k, g := range order {
 		first := out[g.locs[0].op].Push
 		segs[k] = ports.Segment{Tenant: tenant, Queue: first.Queue, Partition: first.Partition,
-			Count: len(g.frames), Hashes: g.hashes, Verified: -1, Blob: s.opts.Codec.Encode(g.frames)}
+			Count: len(g.frames), Hashes: g.hashes, Verified: -1, Blob: s.opts.Codec.Encode(g.frames),
+			Plain: anyPlain(g.frames)}
 		locate[k] = g.locs
 	}
 	return segs, locate, nil
+}
+
+// anyPlain reports whether some frame is unsealed (ports.Segment.Plain).
+func anyPlain(frames []segment.Frame) bool {
+	for i := range frames {
+		if !frames[i].Encrypted {
+			return true
+		}
+	}
+	return false
 }
 
 // frameOf returns the frame of op's first occurrence among locs.

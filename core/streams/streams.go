@@ -210,6 +210,7 @@ func (s *Service) Cycle(ctx context.Context, tenant, producerSub string, in Cycl
 	res, err := s.store.Cycle(ctx, c)
 	var rb *ports.RollbackError
 	if errors.As(err, &rb) {
+		sink.RolledBack(err)
 		return CycleOutcome{}, &Failure{Msg: rb.Msg}
 	}
 	if err != nil {
