@@ -103,3 +103,70 @@ func TestQueueChangesReachOtherBrokers(t *testing.T) {
 		}
 	})
 }
+
+// TestStaleFlagNeverStoresPlaintext: what the database itself guarantees when a broker's
+// cached encryption flag is stale and no announcement can help: the keyless broker
+// trusts its cached "not encrypted" for ten minutes, and
+//   - the flag is switched behind every broker (a configure whose announcement was
+//     lost): its pushes, transactions and the push after them are refused, nothing is
+//     stored, and the broker forgets the flag at once;
+//   - a configure on the other broker is raced by pushes sent the moment its answer
+//     arrives, before the announcement can be heard: each is refused, none stored.
+func TestStaleFlagNeverStoresPlaintext(t *testing.T) {
+	t.Parallel()
+	slow := map[string]string{"QUEEN_CACHE_REFRESH_INTERVAL_MS": "600000"}
+	keyed := startBroker(t, map[string]string{"QUEEN_ENCRYPTION_KEY": encKeyA, "QUEEN_CACHE_REFRESH_INTERVAL_MS": "600000"})
+	keyless := startBrokerOn(t, keyed.DB, slow)
+
+	t.Run("announcement lost", func(t *testing.T) {
+		if r := keyless.push(t, encItem("lost", "p", "before", `{"n":0}`)); r[0].Status != "queued" {
+			t.Fatalf("push before the switch: %+v", r[0]) // the keyless broker caches "not encrypted"
+		}
+		pgtest.SetEncryptionBehindBrokers(t, keyed.DB, "lost", true)
+		for _, txn := range []string{"stale", "forgotten"} {
+			r := keyless.push(t, encItem("lost", "p", txn, `{"card":"4111"}`), encItem("lost-other", "p", txn, `1`))
+			if r[0].Status != "failed" || r[0].Offset != nil || !strings.Contains(r[0].Error, "QUEEN_ENCRYPTION_KEY") {
+				t.Errorf("push %s through the keyless broker: %+v, want failed naming QUEEN_ENCRYPTION_KEY", txn, r[0])
+			}
+			if r[1].Status != "queued" {
+				t.Errorf("push %s to a queue that does not encrypt, in the same request: %+v, want queued", txn, r[1])
+			}
+		}
+		code, raw := keyless.post(t, "/api/v1/transaction", mustJSON(t, map[string]any{"operations": []any{
+			map[string]any{"type": "push", "items": []any{encItem("lost", "p", "txn", `{"card":"4111"}`)}}}}))
+		if strings.Contains(string(raw), `"success":true`) || !strings.Contains(string(raw), `"encryption"`) {
+			t.Errorf("transaction through the keyless broker: %d %s, want refused (encryption)", code, raw)
+		}
+		wantOnly(t, keyed.DB, "lost", "before")
+	})
+
+	t.Run("configure raced by pushes", func(t *testing.T) {
+		const tries = 10
+		for i := range tries {
+			q := "raced-" + string(rune('a'+i))
+			if r := keyless.push(t, encItem(q, "p", "before", `{"n":0}`)); r[0].Status != "queued" {
+				t.Fatalf("push before the switch: %+v", r[0])
+			}
+			keyed.setOptions(t, q, map[string]any{"encryptionEnabled": true})
+			if r := keyless.push(t, encItem(q, "p", "after", `{"card":"4111"}`)); r[0].Status != "failed" {
+				t.Errorf("%s: push right after the configure's answer: %+v, want failed", q, r[0])
+			}
+			wantOnly(t, keyed.DB, q, "before")
+		}
+	})
+}
+
+// wantOnly fails unless queue stores exactly the message txn, and nothing in plaintext
+// but it.
+func wantOnly(t *testing.T, db, queue, txn string) {
+	t.Helper()
+	stored := pgtest.StoredMessages(t, db, queue)
+	for _, m := range stored {
+		if m.TransactionID != txn {
+			t.Errorf("%s stores %s (encrypted %v, payload %s)", queue, m.TransactionID, m.Encrypted, m.Payload)
+		}
+	}
+	if len(stored) != 1 {
+		t.Errorf("%s stores %d messages, want only %s", queue, len(stored), txn)
+	}
+}
