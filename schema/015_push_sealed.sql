@@ -51,11 +51,26 @@ BEGIN
             v_n, cardinality(p_plain)
             USING ERRCODE = '22023';
     END IF;
+    -- The common case first: no plain segment's queue encrypts. One flag read per
+    -- distinct (tenant, queue) of the plain segments, each a probe of the unique index,
+    -- stopping at the first that encrypts. (unnest pads a NULL p_tenants with NULLs: the
+    -- default tenant.)
+    IF NOT EXISTS (
+        SELECT 1
+          FROM (SELECT DISTINCT coalesce(u.t, '00000000-0000-0000-0000-000000000001'::uuid) AS t, u.q
+                  FROM unnest(p_queues, p_tenants, p_plain) AS u(q, t, plain)
+                 WHERE u.plain) d
+         WHERE (SELECT qq.encryption_enabled FROM queen.queues qq
+                 WHERE qq.tenant_id = d.t AND qq.name = d.q)) THEN
+        RETURN QUERY SELECT * FROM queen.log_push_multi_v3(p_queues, p_partitions, p_msg_counts,
+                                                           p_hashes, p_verified, p_blobs, p_tenants);
+        RETURN;
+    END IF;
+    -- Some segment is refused: which ones (the flags read again, in this statement's
+    -- snapshot; the fence keeps the subplan to one run per distinct queue).
     IF v_tenants IS NULL THEN
         v_tenants := array_fill('00000000-0000-0000-0000-000000000001'::uuid, ARRAY[v_n]);
     END IF;
-    -- One flag read per distinct (tenant, queue) of the plain segments, each a probe of
-    -- the unique index (the fence keeps the subplan from running once per segment).
     SELECT array_agg(i.ord::integer ORDER BY i.ord) FILTER (WHERE e.enc IS NOT TRUE),
            array_agg(i.ord::integer ORDER BY i.ord) FILTER (WHERE e.enc)
       INTO v_keep, v_refused
@@ -67,7 +82,7 @@ BEGIN
                            FROM unnest(p_queues, v_tenants, p_plain) AS u(q, t, plain)
                           WHERE u.plain) d
                  OFFSET 0) e ON i.plain AND e.t = i.t AND e.q = i.q;
-    IF v_refused IS NULL THEN
+    IF v_refused IS NULL THEN -- switched off between the two reads
         RETURN QUERY SELECT * FROM queen.log_push_multi_v3(p_queues, p_partitions, p_msg_counts,
                                                            p_hashes, p_verified, p_blobs, p_tenants);
         RETURN;

@@ -3,9 +3,12 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/queen-go/queen/adapters/pglocal/pgtest"
 	"github.com/queen-go/queen/ports"
@@ -15,8 +18,24 @@ import (
 // partitions (the size fusion makes under 64 single-message clients), through
 // PushSegments. Allocations and CPU per segment (cpu-µs/segment: this process's CPU,
 // encoding, the round trip's system calls and decoding) are the broker's share; the
-// elapsed time is mostly the database's.
+// elapsed time is mostly the database's. The sub-benchmarks measure the encryption
+// guard: plain segments of an unencrypted queue (the common case: the flag read once
+// per bundle), sealed ones (no read), and plain ones through log_push_multi_v3 (the
+// allocator without the guard).
 func BenchmarkPushBundle(b *testing.B) {
+	v3 := bundleStmt{name: "queen_push_multi_v3_bench",
+		sql: strings.Replace(strings.Replace(pushStmt.sql, "log_push_multi_v4", "log_push_multi_v3", 1),
+			", $8::bool[])", ") WHERE $8::bool[] IS NULL OR $8::bool[] IS NOT NULL", 1)}
+	for _, bc := range []struct {
+		name  string
+		stmt  bundleStmt
+		plain bool
+	}{{"plain", pushStmt, true}, {"sealed", pushStmt, false}, {"v3", v3, true}} {
+		b.Run(bc.name, func(b *testing.B) { benchPushBundle(b, bc.stmt, bc.plain) })
+	}
+}
+
+func benchPushBundle(b *testing.B, stmt bundleStmt, plain bool) {
 	s, err := Open(context.Background(), pgtest.NewDatabase(b), Options{PoolSize: 2})
 	if err != nil {
 		b.Fatal(err)
@@ -33,8 +52,13 @@ func BenchmarkPushBundle(b *testing.B) {
 	for i := range b.N {
 		for k := range segs {
 			segs[k] = oneFrame("bench", fmt.Sprintf("p%d", (i*segsPerBundle+k)%1000), fmt.Sprintf("t%d-%d", i, k))
+			segs[k].Plain = plain
 		}
-		if _, err := s.PushSegments(context.Background(), segs); err != nil {
+		err := s.run(context.Background(), "bench", func(ctx context.Context, c *pgxpool.Conn) error {
+			_, err := pushBundleWith(ctx, c, stmt, segs)
+			return err
+		})
+		if err != nil {
 			b.Fatal(err)
 		}
 	}
