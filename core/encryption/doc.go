@@ -8,7 +8,15 @@
 //   - A payload bound for a queue with encryptionEnabled never reaches the database in
 //     plaintext. A broker without a key (QUEEN_ENCRYPTION_KEY unset) refuses it
 //     (ErrNoKey), and a seal that fails refuses it too (ErrSeal); the caller reports
-//     the refusal and stores nothing.
+//     the refusal and stores nothing. The flag a broker decides from is a cached copy,
+//     which can be stale for milliseconds after another broker's configure (its
+//     announcement in flight) or for CacheTTL (the announcement lost): the database
+//     keeps the promise then. Every segment holding an unsealed frame is marked
+//     (ports.Segment.Plain) and the push function refuses it when its queue's flag in
+//     the database is on (log_push_multi_v4, ports.SegmentEncrypted), so a push whose
+//     statement starts after the configure committed cannot store plaintext. The
+//     refused writer Forgets the flag at once and seals (with a key) or refuses with
+//     ErrNoKey, as for a queue known to encrypt (core/push, core/drain).
 //   - A flag that cannot be read is never taken for "off". With a key the payload is
 //     sealed anyway: every read path opens an encrypted frame whatever its queue's
 //     flag says, so readers see no difference. Without a key it is ErrFlagUnknown: the
