@@ -128,7 +128,7 @@ func biTxnAckRows(pid string) []biRow {
 		refused("25/ack-leaseId-x", `"transactionId":"bi-t-0","partitionId":"`+pid+`","leaseId":"x"`, "lease"),
 		refused("25/ack-consumerGroup-nul", `"transactionId":"bi-t-0","partitionId":"`+pid+`","consumerGroup":"`+nul+`"`,
 			"consumerGroup", "control character"),
-		refused("25/ack-transactionId-nul", `"transactionId":"`+nul+`","partitionId":"`+pid+`"`, "transactionId", "NUL"),
+		refused("25/ack-transactionId-nul", `"transactionId":"`+nul+`","partitionId":"`+pid+`"`, "transactionId", "control character"),
 		refused("25/ack-error-nul", `"transactionId":"bi-t-0","partitionId":"`+pid+`","status":"failed","error":"`+nul+`"`,
 			"error", "NUL"),
 	}
