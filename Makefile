@@ -107,13 +107,13 @@ bench-admin:
 bench-retention:
 	$(GO) test -run '^$$' -bench 'RetentionCost' -benchtime 1x -timeout 30m ./bench/broker
 
-# The fault matrix (e2e/faults, faults.md): every scenario, not only the fast ones make
+# The fault matrix (e2e/faults, docs/reliability.md): every scenario, not only the fast ones make
 # test runs; prints the table (fault, acknowledged, delivered, lost, order violations,
 # stored duplicates, time to recover) and keeps it in faults-table.md.
 faults:
 	QUEEN_FAULTS_FULL=1 QUEEN_FAULTS_TABLE=$(CURDIR)/faults-table.md $(GO) test -count=1 -v -timeout 60m ./e2e/faults
 
-# The soak of faults.md §6.7 (L3, on demand, not in make test): a broker on a fresh
+# The soak of docs/reliability.md (L3, on demand, not in make test): a broker on a fresh
 # embedded PostgreSQL under the verified fault load, 1,000 partitions at 2,000 msg/s for
 # 30 min with retention on; a CSV row of its resources every 10 s, then the verifier and
 # the leak criteria (SOAK_DURATION, SOAK_RATE, SOAK_PARTITIONS, SOAK_WARMUP, ...: see the

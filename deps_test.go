@@ -74,7 +74,7 @@ func hasPrefix(p string, prefixes ...string) bool {
 	return false
 }
 
-// TestDependencyRule enforces design.md §2: ports imports only the standard library
+// TestDependencyRule enforces docs/design.md "Inside the code": ports imports only the standard library
 // (porttest only it and ports); core imports ports, core, the standard library and pure algorithm libraries;
 // adapters never import each other, and each technology stays in its adapter.
 func TestDependencyRule(t *testing.T) {
@@ -117,7 +117,7 @@ func TestDependencyRule(t *testing.T) {
 	}
 }
 
-// TestRootOnlyWires enforces design.md §2 for the composition root: its code imports the
+// TestRootOnlyWires enforces docs/design.md "Inside the code" for the composition root: its code imports the
 // standard library, google/wire and this module's packages (the technologies stay in
 // their adapters), and its only test is this architecture test: black-box tests live in
 // e2e/, port behaviour in ports/porttest, benchmarks in bench/.

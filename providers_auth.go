@@ -22,7 +22,7 @@ func ProvideKeySet(cfg config.Config, log *slog.Logger) (*jwks.Client, error) {
 	})
 }
 
-// ProvideVerifier builds the token verifier from the JWT_* variables (api.md §3, §6.5);
+// ProvideVerifier builds the token verifier from the JWT_* variables (docs/api.md §3, §6.5);
 // nil when JWT_ENABLED is off, which lets every request through (App.Start warns). A
 // secret or key the verifier cannot use stops the broker from starting.
 func ProvideVerifier(cfg config.Config, keys *jwks.Client, log *slog.Logger) (*auth.Verifier, error) {

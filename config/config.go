@@ -105,7 +105,7 @@ type Config struct {
 	PartitionCleanup  bool          `env:"QUEEN_PARTITION_CLEANUP_ENABLED" envDefault:"true" section:"Retention" help:"Delete partitions that retain nothing and were not written for PARTITION_CLEANUP_DAYS."`
 	PartitionIdleDays int           `env:"PARTITION_CLEANUP_DAYS" envDefault:"30" min:"1" section:"Retention" help:"Days without a write after which a partition that retains nothing is deleted with its cursors (checked every 10 minutes)."`
 
-	// Authentication (api.md §3, §6.5).
+	// Authentication (docs/api.md §3, §6.5).
 
 	JWTEnabled         bool          `env:"JWT_ENABLED" envDefault:"false" section:"Authentication" help:"Require a JSON Web Token (Authorization: Bearer <jwt>, or the bare token) on every route but the public ones and JWT_SKIP_PATHS, and check its roles against the route's level. Off: every request is allowed (a warning is logged at start) and messages carry no producerSub."`
 	JWTAlgorithm       string        `env:"JWT_ALGORITHM" envDefault:"HS256" oneof:"HS256,HS384,HS512,RS256,RS384,RS512,EdDSA,auto" section:"Authentication" help:"Token algorithm, case-insensitive. HS* check with JWT_SECRET; RS* and EdDSA with JWT_PUBLIC_KEY or JWT_JWKS_URL. RS256 also accepts RS384 and RS512 tokens; auto accepts all seven, each with the key material of its family. alg none is always refused."`
@@ -386,7 +386,7 @@ func Parse(environ map[string]string) (Config, error) {
 }
 
 // jwtKeyMaterial checks that the token algorithm has something to check tokens with:
-// the broker must not start with authentication on and no key (api.md §3).
+// the broker must not start with authentication on and no key (docs/api.md §3).
 func (c Config) jwtKeyMaterial() error {
 	alg := c.JWTAlgorithm
 	switch {

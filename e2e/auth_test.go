@@ -28,7 +28,7 @@ import (
 	"github.com/queen-go/queen/adapters/pglocal/pgtest"
 )
 
-// The security table of api.md §3 (and of the brief that made JWT_EXP required), run
+// The security table of docs/api.md §3 (and of the brief that made JWT_EXP required), run
 // over real HTTP against two brokers: one checking HS256 tokens with a secret, one
 // checking RS256 tokens with the keys of a JWKS served by an httptest server. Tokens are
 // built here from the standard library (RFC 7515/7519), not with the JWT library the

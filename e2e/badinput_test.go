@@ -23,9 +23,9 @@ import (
 	"github.com/queen-go/queen/adapters/pglocal/pgtest"
 )
 
-// The bad-input table of faults.md §6.5, rows 1-29, against one broker: every row gets
+// The bad-input table of docs/reliability.md, rows #1-#29, against one broker: every row gets
 // the answer it must (a 4xx with a JSON error that says what is wrong, or, for inputs
-// design.md §9 accepts, a byte-exact round trip), changes nothing it should not (the
+// docs/design.md "Decisions" accepts, a byte-exact round trip), changes nothing it should not (the
 // broker's counts before and after, no spool record), and leaves the broker serving (a
 // canary push and pop). Row 30 (fuzzing) lives beside the code: core/names FuzzCheck,
 // adapters/httpapi FuzzParsePush and FuzzFastPushMatchesReflective, core/spool
@@ -139,7 +139,7 @@ func biPushRows() []biRow {
 	const push = "/api/v1/push"
 	return []biRow{
 		// 1. Not JSON. "bad body: " is the Rust broker's prefix of data-route parse
-		// failures (api.md §1); the text after it is faults.md's.
+		// failures (docs/api.md §1); the text after it is docs/reliability.md's.
 		{name: "1/not-json", path: push, body: `{items:`, status: 400, want: []string{"bad body", "invalid JSON"}},
 		{name: "1/empty", path: push, body: ``, method: http.MethodPost, status: 400, want: []string{"bad body", "invalid JSON"}},
 		{name: "1/trailing-garbage", path: push, body: `{"items":[]} x`, status: 400, want: []string{"invalid JSON"}},
@@ -240,8 +240,8 @@ func biPushRows() []biRow {
 	}
 }
 
-// biNameRows are rows 12-16: names. design.md §9 decides them: valid UTF-8, 1-255
-// bytes, no control characters, stored byte-exact. So faults.md's "/" (row 12) and
+// biNameRows are rows 12-16: names. docs/design.md "Decisions" decides them: valid UTF-8, 1-255
+// bytes, no control characters, stored byte-exact. So docs/reliability.md's "/" (row 12) and
 // "."/".." (row 13) are names like any other: accepted and round-tripped, not refused.
 func biNameRows() []biRow {
 	oneNew := biCounts{Queues: 1, Partitions: 1, Total: 1}
@@ -267,7 +267,7 @@ func biNameRows() []biRow {
 		bad("12/partition-CR", "bi-12", "p\r", "partition", "control character"),
 		{name: "12/pop-group-control", path: "/api/v1/pop/queue/bi-target?consumerGroup=" + url.QueryEscape("g\x1b"),
 			status: 400, want: []string{"consumerGroup", "control character"}},
-		// "/" is allowed (design.md §9); routes take it as %2F in one path segment.
+		// "/" is allowed (docs/design.md "Decisions"); routes take it as %2F in one path segment.
 		trip("12/slash-accepted", "bi-12/orders", "eu/west"),
 		// 13. Lengths: the rule's numbers in the message; 255 bytes is still a name.
 		bad("13/queue-empty", "", "", "queue", "empty"),
@@ -280,7 +280,7 @@ func biNameRows() []biRow {
 		{name: "13/pop-group-256-bytes", path: "/api/v1/pop/queue/bi-target?consumerGroup=" + strings.Repeat("g", 256),
 			status: 400, want: []string{"consumerGroup", "256", "255"}},
 		trip("13/queue-255-bytes-accepted", strings.Repeat("q", 255), strings.Repeat("p", 255)),
-		// "." and ".." are names (design.md §9), reached as sent: the router does not clean paths.
+		// "." and ".." are names (docs/design.md "Decisions"), reached as sent: the router does not clean paths.
 		trip("13/dot-accepted", ".", "."),
 		trip("13/dotdot-accepted", "..", ".."),
 		// 14. Unicode names: accepted and byte-exact (no normalisation).
@@ -460,7 +460,7 @@ func biConsumeRows(pid string) []biRow {
 		// 21. subscriptionFrom not RFC 3339.
 		badPop("21/subscriptionFrom-yesterday", "consumerGroup=bi-g&subscriptionFrom=yesterday", "subscriptionFrom", "RFC 3339"),
 		// 22. Ids that are not UUIDs: per-item success:false in a 200, the Rust broker's
-		// ack contract (api.md §5.3, design.md §9: wire compatibility), never a 500.
+		// ack contract (docs/api.md §5.3, docs/design.md "Decisions": wire compatibility), never a 500.
 		{name: "22/partitionId-not-uuid", run: func(t *testing.T, b *broker) {
 			b.biAckFails(t, map[string]any{"transactionId": "bi-t-0", "partitionId": "not-a-uuid"}, "partitionId is not a UUID")
 		}},
@@ -493,7 +493,7 @@ func biConsumeRows(pid string) []biRow {
 			b.biAckFails(t, map[string]any{"transactionId": "t-23", "partitionId": m.PartitionID, "leaseId": unknown}, "invalid or expired lease")
 			b.biAck(t, m) // the real lease still holds: the refused ack changed nothing
 		}},
-		// 24. An unknown status is failed (design.md §9, as Queen): the message comes
+		// 24. An unknown status is failed (docs/design.md "Decisions", as Queen): the message comes
 		// back for another attempt.
 		{name: "24/status-done-is-failed", grows: biCounts{Queues: 1, Partitions: 1, Total: 1}, run: func(t *testing.T, b *broker) {
 			b.push(t, map[string]any{"queue": "bi-24", "payload": 1, "transactionId": "t-24"})
@@ -515,9 +515,9 @@ func biConsumeRows(pid string) []biRow {
 		{name: "25/unknown-type", path: "/api/v1/transaction",
 			body: `{"operations":[{"type":"push","queue":"bi-25","payload":1},{"type":"kv","key":"k"}]}`, status: 400,
 			want: []string{"supports only push and ack", `"kv"`}},
-		// 27. Pops of random names: all empty. Each provisions its queue row (design.md
-		// §9: subscriptions may precede the first push), one row per name and nothing
-		// else. 500 names instead of faults.md's 10,000 keep CI quick.
+		// 27. Pops of random names: all empty. Each provisions its queue row (docs/design.md
+		// "Decisions": subscriptions may precede the first push), one row per name and nothing
+		// else. 500 names instead of docs/reliability.md's 10,000 keep CI quick.
 		{name: "27/random-queue-pops", grows: biCounts{Queues: 500}, run: biRandomPops},
 	}
 }

@@ -25,7 +25,7 @@ type configureAnswer struct {
 
 var (
 	configureKeys = []string{"configured", "queueId", "partitionId", "queue", "namespace", "task", "storage", "options"}
-	// defaultOptions are the option defaults of api.md §5.6, in the answer's key order.
+	// defaultOptions are the option defaults of docs/api.md §5.6, in the answer's key order.
 	defaultOptions = []struct {
 		key string
 		val any
@@ -214,7 +214,7 @@ func TestConfigure(t *testing.T) {
 		t.Parallel()
 		const queue = "pushed.first"
 		b.pushN(t, queue, "Default", "m", 2)
-		// Unconfigured, a pop leases for 60 s (api.md §5.6, leaseTime); configured with
+		// Unconfigured, a pop leases for 60 s (docs/api.md §5.6, leaseTime); configured with
 		// the defaults, for leaseTime's 300 s.
 		leaseLength := func(p *popResp) time.Duration {
 			t.Helper()

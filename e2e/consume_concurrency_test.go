@@ -273,7 +273,7 @@ func TestConsumeConcurrency(t *testing.T) {
 				break
 			}
 			// A delivery starting inside the previous one is a redelivery: where it did
-			// (api.md §5.2), or later when a failed item clamped the cursor above a
+			// (docs/api.md §5.2), or later when a failed item clamped the cursor above a
 			// completed prefix; its first message was delivered before either way. One
 			// starting past the previous delivery but not past everything delivered so far
 			// (the rest of a span a failure cut short) is at least the second.

@@ -81,7 +81,7 @@ func (b *broker) setOptions(t testing.TB, queue string, options map[string]any) 
 	b.configure(t, mustJSON(t, map[string]any{"queue": queue, "options": options}))
 }
 
-// extendResp is the lease extension answer (api.md §5.5).
+// extendResp is the lease extension answer (docs/api.md §5.5).
 type extendResp struct {
 	LeaseID        string  `json:"leaseId"`
 	Success        bool    `json:"success"`
@@ -98,7 +98,7 @@ func (b *broker) extend(t testing.TB, leaseID, body string) extendResp {
 	t.Helper()
 	post := b.post
 	if body != "" && !json.Valid([]byte(body)) {
-		post = b.postBad // sent on purpose: an unparseable body means 60 s (api.md §5.5)
+		post = b.postBad // sent on purpose: an unparseable body means 60 s (docs/api.md §5.5)
 	}
 	code, raw := post(t, "/api/v1/lease/"+leaseID+"/extend", body)
 	if code != http.StatusOK {

@@ -22,7 +22,7 @@ import (
 )
 
 // Encryption at rest (issue 17): payloads of a queue with encryptionEnabled are stored as
-// AES-256-GCM envelopes (api.md §5.1) and read back decrypted on every read path; a
+// AES-256-GCM envelopes (docs/api.md §5.1) and read back decrypted on every read path; a
 // broker without the key refuses them rather than storing plaintext; a key can be
 // rotated with QUEEN_ENCRYPTION_KEY_OLD.
 
@@ -36,7 +36,7 @@ var (
 // with no other of the test's keys) to plaintext.
 type encSealed struct{ key, plaintext string }
 
-// encOpen decrypts an api.md §5.1 envelope with keyHex using only the standard
+// encOpen decrypts an docs/api.md §5.1 envelope with keyHex using only the standard
 // library: an independent check of the stored format, not the broker's own code.
 func encOpen(keyHex string, env []byte) ([]byte, error) {
 	key, err := hex.DecodeString(keyHex)

@@ -15,7 +15,7 @@ import (
 	"time"
 )
 
-// The consumer-group admin routes (api.md §5.9): shapes, paging, errors, and cursor
+// The consumer-group admin routes (docs/api.md §5.9): shapes, paging, errors, and cursor
 // moves (seek, deletion, subscription update) under concurrent pops and acks.
 
 // cgMilliTime is the wire form of the admin API's timestamps.

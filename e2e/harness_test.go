@@ -323,7 +323,7 @@ func mustJSON(t testing.TB, v any) string {
 	return string(b)
 }
 
-// pushResult is one element of a push answer (api.md §5.1).
+// pushResult is one element of a push answer (docs/api.md §5.1).
 type pushResult struct {
 	Index         int    `json:"index"`
 	MessageID     string `json:"message_id"`
@@ -351,7 +351,7 @@ func (b *broker) push(t testing.TB, items ...map[string]any) []pushResult {
 	return out
 }
 
-// popResp is a 200 pop answer (api.md §5.2).
+// popResp is a 200 pop answer (docs/api.md §5.2).
 type popResp struct {
 	Success           bool     `json:"success"`
 	Queue             string   `json:"queue"`
@@ -417,7 +417,7 @@ func (b *broker) pop(t testing.TB, path string) *popResp {
 	return p
 }
 
-// ackResp is one element of an ack answer (api.md §5.3).
+// ackResp is one element of an ack answer (docs/api.md §5.3).
 type ackResp struct {
 	Index         int     `json:"index"`
 	TransactionID string  `json:"transactionId"`

@@ -589,7 +589,7 @@ func testHTTPPrometheus(t *testing.T, b *broker) {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("status %d: %s", resp.StatusCode, body)
 	}
-	// api.md §1: text/plain; version=0.0.4; charset=utf-8 and Cache-Control: no-cache.
+	// docs/api.md §1: text/plain; version=0.0.4; charset=utf-8 and Cache-Control: no-cache.
 	for _, h := range []struct{ name, prefix string }{
 		{"Content-Type", "text/plain; version=0.0.4"},
 		{"Cache-Control", "no-cache"},

@@ -88,7 +88,7 @@ func TestMaintenanceRoutes(t *testing.T) {
 
 // Under push maintenance nothing reaches the database: an item the spool could not take
 // is not accepted anywhere, and the request answers 500 with the per-item array
-// (api.md §5.1), so clients retry it.
+// (docs/api.md §5.1), so clients retry it.
 func TestMaintenancePushSpoolFailureAnswers500(t *testing.T) {
 	t.Parallel()
 	b := startBroker(t, nil)

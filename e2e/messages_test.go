@@ -13,10 +13,10 @@ import (
 	"time"
 )
 
-// Tests of the message routes (api.md §5.8): the browser, one message's detail, and the
+// Tests of the message routes (docs/api.md §5.8): the browser, one message's detail, and the
 // dead-letter deletion, purge, retry and replay.
 
-// msgListKeys and msgItemKeys are GET /api/v1/messages's keys, in api.md's order.
+// msgListKeys and msgItemKeys are GET /api/v1/messages's keys, in docs/api.md's order.
 var (
 	msgListKeys = []string{"messages", "mode", "total", "pagination"}
 	msgItemKeys = []string{"id", "transactionId", "txnHash", "partitionId", "queuePath", "queue", "partition",

@@ -12,7 +12,7 @@ import (
 	"time"
 )
 
-// Shapes of the resources routes (api.md §5.7), key by key in the documented order.
+// Shapes of the resources routes (docs/api.md §5.7), key by key in the documented order.
 var (
 	resListQueueKeys  = []string{"id", "name", "namespace", "task", "createdAt", "partitions", "retainedBytes", "messages", "segments"}
 	resListMsgKeys    = []string{"total", "pending", "processing"}
@@ -26,7 +26,7 @@ var (
 	resNamespaceKeys  = []string{"namespace", "queues", "partitions", "messages"}
 	resTaskKeys       = []string{"task", "queues", "partitions", "messages"}
 	resKeyMessageKeys = []string{"total", "pending"}
-	// resOptionKeys are the 21 options of api.md §5.6, in its order.
+	// resOptionKeys are the 21 options of docs/api.md §5.6, in its order.
 	resOptionKeys = []string{"namespace", "task", "priority", "leaseTime", "retryLimit", "retryDelay", "maxSize", "ttl",
 		"deadLetterQueue", "dlqAfterMaxRetries", "delayedProcessing", "windowBuffer", "retentionSeconds",
 		"completedRetentionSeconds", "retentionEnabled", "encryptionEnabled", "maxWaitTimeSeconds", "minPopWaitTime",

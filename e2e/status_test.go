@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// Shapes of the status routes (api.md §5.11; GET /api/v1/status is ours, README).
+// Shapes of the status routes (docs/api.md §5.11; GET /api/v1/status is ours, README).
 var (
 	statusKeys            = []string{"timeRange", "queues", "queueCount", "partitionCount", "messages", "leases", "deadLetterQueue", "statsAge"}
 	statusActiveQueueKeys = []string{"id", "name", "namespace", "task", "partitions", "totalConsumed"}

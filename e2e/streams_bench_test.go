@@ -17,7 +17,7 @@ import (
 )
 
 // BenchmarkStreamsCycle measures the streams SDK loop over HTTP with 20 partitions and
-// batches of 100 (streams.md §4.3's throughput shape): per partition, one worker pops
+// batches of 100 (docs/streams.md §4.3's throughput shape): per partition, one worker pops
 // 100 messages, reads its state shard, folds them into a window and commits one cycle
 // (an upsert, one sink push, the ack of the last message). One op is one cycle. Reports
 // cycles/s and, for the throwaway test cluster (its postmaster read in /proc), PostgreSQL

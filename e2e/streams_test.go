@@ -12,7 +12,7 @@ import (
 )
 
 // The server side of Queen's streams SDKs (issue 21): /streams/v1/queries,
-// /streams/v1/state/get and /streams/v1/cycle, as the SDKs drive them (streams.md §4).
+// /streams/v1/state/get and /streams/v1/cycle, as the SDKs drive them (docs/streams.md §4).
 
 type streamQueryResp struct {
 	Success    bool   `json:"success"`
@@ -585,7 +585,7 @@ func TestStreamsAuth(t *testing.T) {
 	}
 }
 
-// TestStreamsCORS: the streams routes answer with permissive CORS headers (streams.md
+// TestStreamsCORS: the streams routes answer with permissive CORS headers (docs/streams.md
 // §2), refusals included, and their preflights need no token.
 func TestStreamsCORS(t *testing.T) {
 	t.Parallel()
@@ -613,7 +613,7 @@ func TestStreamsCORS(t *testing.T) {
 			}
 		})
 	}
-	// Other routes carry none (api.md §1: Queen's reference has no CORS layer).
+	// Other routes carry none (docs/api.md §1: Queen's reference has no CORS layer).
 	if _, h, _ := f.call(t, "GET", "/health", "", ""); h.Get("Access-Control-Allow-Origin") != "" {
 		t.Fatalf("/health carries CORS headers: %v", h)
 	}

@@ -11,7 +11,7 @@ import (
 	"time"
 )
 
-// Tests of the trace routes (api.md §5.10).
+// Tests of the trace routes (docs/api.md §5.10).
 
 var (
 	trcItemKeys = []string{"id", "transactionId", "partitionId", "queue", "partition", "consumerGroup", "traceNames",

@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// txnResp is the answer of POST /api/v1/transaction (api.md §5.4).
+// txnResp is the answer of POST /api/v1/transaction (docs/api.md §5.4).
 type txnResp struct {
 	TransactionID string `json:"transactionId"`
 	Success       bool   `json:"success"`

@@ -6,11 +6,11 @@ import (
 	"time"
 )
 
-// QueueOption names one configuration option of a queue (api.md §5.6). Options combine
+// QueueOption names one configuration option of a queue (docs/api.md §5.6). Options combine
 // into a set (a bit mask), which says which options a Configure call sets.
 type QueueOption uint32
 
-// The 21 options of api.md §5.6, in the order of its table.
+// The 21 options of docs/api.md §5.6, in the order of its table.
 const (
 	OptNamespace QueueOption = 1 << iota
 	OptTask
@@ -50,7 +50,7 @@ type QueueConfig struct {
 	QueueOptions
 }
 
-// QueueOptions are a queue's tunable options (api.md §5.6) other than its namespace and
+// QueueOptions are a queue's tunable options (docs/api.md §5.6) other than its namespace and
 // task, under their wire names: a configure answer carries them as its "options" object.
 // Integer options are stored as PostgreSQL integers: callers keep them within int32.
 type QueueOptions struct {

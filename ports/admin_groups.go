@@ -89,7 +89,7 @@ type GroupSeekResult struct {
 	LeasesCleared              int  // of them, cursors that had a live lease
 }
 
-// GroupStore reads and moves consumer groups' cursors (api.md §5.9). Every method is
+// GroupStore reads and moves consumer groups' cursors (docs/api.md §5.9). Every method is
 // scoped to one tenant. Reads take no lock; cursor moves lock the cursor rows they move
 // in ascending partition id, as acks do.
 type GroupStore interface {

@@ -6,7 +6,7 @@ import (
 )
 
 // MessageFilter selects the partitions and the commit times a message browse covers
-// (api.md §5.8); an empty string selects every value.
+// (docs/api.md §5.8); an empty string selects every value.
 type MessageFilter struct {
 	Queue, Partition, Namespace, Task string
 	From                              time.Time // inclusive
@@ -106,7 +106,7 @@ type DeadLetterMove struct {
 }
 
 // MessageStore is what the admin API's message and dead-letter routes read and change
-// (api.md §5.8). Every method is scoped to one tenant; none takes a lock a push, pop or
+// (docs/api.md §5.8). Every method is scoped to one tenant; none takes a lock a push, pop or
 // ack waits for, except the dead-letter row deletions.
 type MessageStore interface {
 	// BrowseSegments returns up to limit segments holding retained messages (offsets

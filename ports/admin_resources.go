@@ -143,7 +143,7 @@ type StorageTotals struct {
 	SegmentBytes, Segments, Messages int64
 }
 
-// ResourceStore reads queues, partitions and their counts for the admin API (api.md §5.7,
+// ResourceStore reads queues, partitions and their counts for the admin API (docs/api.md §5.7,
 // §5.11). Every method is scoped to one tenant (StorageTotals excepted) and only reads:
 // no row locks, so pushes, pops and acks never wait for it. Each call costs a fixed
 // number of statements, whatever the number of queues, partitions or groups.

@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// NewTrace is a trace event a consumer records for a message (api.md §5.10).
+// NewTrace is a trace event a consumer records for a message (docs/api.md §5.10).
 type NewTrace struct {
 	PartitionID   string
 	TransactionID string

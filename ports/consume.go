@@ -6,7 +6,7 @@ import (
 )
 
 // QueueModeGroup is the consumer group of pops and acks that name none: the shared
-// queue-mode group whose consumers compete (api.md §2).
+// queue-mode group whose consumers compete (docs/api.md §2).
 const QueueModeGroup = "__QUEUE_MODE__"
 
 // Subscription modes: where a named group's cursors start on first contact.
@@ -82,7 +82,7 @@ type Claim struct {
 // AckStatus is a normalised ack status.
 type AckStatus string
 
-// The ack statuses of api.md §5.3.
+// The ack statuses of docs/api.md §5.3.
 const (
 	AckCompleted AckStatus = "completed"
 	AckFailed    AckStatus = "failed"

@@ -2,7 +2,7 @@ package ports
 
 import "context"
 
-// Maintenance flags (api.md §5.12).
+// Maintenance flags (docs/api.md §5.12).
 const (
 	MaintenancePush = "maintenance_mode"     // every push is spooled; replay paused
 	MaintenancePop  = "pop_maintenance_mode" // every pop answers 204

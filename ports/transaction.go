@@ -2,7 +2,7 @@ package ports
 
 import "context"
 
-// TransactionStore commits pushes and acks atomically (api.md §5.4).
+// TransactionStore commits pushes and acks atomically (docs/api.md §5.4).
 type TransactionStore interface {
 	// Transaction commits every segment (through the same allocator as plain pushes,
 	// Verified -1) and then applies every ack strictly, all in one database

@@ -1,7 +1,7 @@
 -- Tables of the broker. Idempotent: applied on every start (see doc.go).
 CREATE SCHEMA IF NOT EXISTS queen;
 
--- One row per (tenant, queue): identity and every configuration option of api.md §5.6.
+-- One row per (tenant, queue): identity and every configuration option of docs/api.md §5.6.
 CREATE TABLE IF NOT EXISTS queen.queues (
     id                            uuid        PRIMARY KEY DEFAULT gen_random_uuid(),
     tenant_id                     uuid        NOT NULL DEFAULT '00000000-0000-0000-0000-000000000001',
@@ -9,7 +9,7 @@ CREATE TABLE IF NOT EXISTS queen.queues (
     namespace                     text        NOT NULL DEFAULT '',
     task                          text        NOT NULL DEFAULT '',
     -- false while the row only exists because a push or pop named the queue; pops then
-    -- observe a 60 s lease (api.md §5.6, leaseTime).
+    -- observe a 60 s lease (docs/api.md §5.6, leaseTime).
     configured                    boolean     NOT NULL DEFAULT false,
     priority                      integer     NOT NULL DEFAULT 0,
     lease_time                    integer     NOT NULL DEFAULT 300,

@@ -2,7 +2,7 @@
 -- under a lease. PostgreSQL is the only authority on cursors and leases.
 
 -- log_queue_id_v1 resolves a queue name to its id, provisioning the row when the queue
--- does not exist yet (a pop may precede the first push; api.md §5.2).
+-- does not exist yet (a pop may precede the first push; docs/api.md §5.2).
 CREATE OR REPLACE FUNCTION queen.log_queue_id_v1(p_tenant uuid, p_queue text)
 RETURNS uuid
 LANGUAGE plpgsql AS $$
@@ -452,7 +452,7 @@ END
 $$;
 
 -- log_extend_lease_v1 renews every live lease held by p_lease_id to
--- max(current expiry, now + p_secs); expired leases are not revived (api.md §5.5).
+-- max(current expiry, now + p_secs); expired leases are not revived (docs/api.md §5.5).
 CREATE OR REPLACE FUNCTION queen.log_extend_lease_v1(p_lease_id uuid, p_secs integer)
 RETURNS TABLE (renewed integer, expires_at timestamptz)
 LANGUAGE sql AS $$

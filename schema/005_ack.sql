@@ -1,4 +1,4 @@
--- The ack path (api.md §5.3): identity by (partition, transactionId) resolved through the
+-- The ack path (docs/api.md §5.3): identity by (partition, transactionId) resolved through the
 -- hash sidecar, optional lease fencing, implicit ack of the prefix, explicit signals that
 -- clamp the cursor, the retry budget, then dead-letter or drop.
 
@@ -106,7 +106,7 @@ $$;
 -- applied per (partition, group) in ascending partition id (the global lock order), each
 -- under that consumer row's lock. One result row per item, in input order.
 --
--- p_strict (transactions, api.md §5.4): an unknown transactionId or a lease failure
+-- p_strict (transactions, docs/api.md §5.4): an unknown transactionId or a lease failure
 -- raises instead of being reported, rolling back the caller's transaction. p_hint is the
 -- transaction's single unambiguous lease hint, checked for acks without their own lease
 -- when the row has no live holder.

@@ -1,4 +1,4 @@
--- Broker-wide flags shared by every broker on this database (api.md §5.12): rows
+-- Broker-wide flags shared by every broker on this database (docs/api.md §5.12): rows
 -- 'maintenance_mode' and 'pop_maintenance_mode' with value {"enabled": bool}. Brokers
 -- re-read them about once a second, so a toggle on one broker reaches the others.
 CREATE TABLE IF NOT EXISTS queen.system_state (

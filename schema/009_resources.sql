@@ -1,4 +1,4 @@
--- Reads of the admin API's resources and status routes (api.md §5.7, §5.11; the
+-- Reads of the admin API's resources and status routes (docs/api.md §5.7, §5.11; the
 -- adapters/admin ResourceStore). Idempotent: applied on every start (see doc.go).
 --
 -- Every count is offset arithmetic over partition and cursor rows; no function here

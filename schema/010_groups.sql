@@ -1,4 +1,4 @@
--- Reads of the admin API's consumer-group routes (api.md §5.9; the adapters/admin
+-- Reads of the admin API's consumer-group routes (docs/api.md §5.9; the adapters/admin
 -- GroupStore). Idempotent: applied on every start (see doc.go).
 
 -- log_group_positions_v1 returns where each (group, queue) pair stands on every partition

@@ -1,4 +1,4 @@
--- Trace events and the message routes' dead-letter lookups (api.md §5.8, §5.10; the
+-- Trace events and the message routes' dead-letter lookups (docs/api.md §5.8, §5.10; the
 -- adapters/admin MessageStore and TraceStore). Idempotent: applied on every start (see
 -- doc.go).
 

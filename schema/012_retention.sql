@@ -1,4 +1,4 @@
--- Retention and housekeeping (api.md §5.6, §6.4; core/retention drives the cycle).
+-- Retention and housekeeping (docs/api.md §5.6, §6.4; core/retention drives the cycle).
 --
 -- Every function here is one bounded step: it visits at most a given number of
 -- partitions or rows and commits with its caller's statement, so no step holds a long

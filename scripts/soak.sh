@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The soak of faults.md §6.7 (load profile L3) against a broker on a fresh embedded
+# The soak of docs/reliability.md (load profile L3) against a broker on a fresh embedded
 # PostgreSQL: queen-bench soak (the verified fault load, the L1 mix over SOAK_PARTITIONS
 # partitions at SOAK_RATE msg/s on a queue with completedRetentionSeconds=120), a CSV row
 # of the broker's resources every 10 s, then the final drain, the verifier and the leak

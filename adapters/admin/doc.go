@@ -12,7 +12,7 @@
 //
 //   - Every call runs under StatementTimeout on one dedicated connection. A call whose
 //     deadline passed or whose statement was cancelled hands its connection to
-//     Options.Discard, so it is closed rather than reused (design.md §9).
+//     Options.Discard, so it is closed rather than reused (docs/design.md "Decisions").
 //   - Configure is one INSERT ... ON CONFLICT DO UPDATE: creation and merge are atomic,
 //     and two concurrent merges of different options both take effect.
 //   - DeleteQueue takes the queue row, then its partition rows and any partition left

@@ -11,7 +11,7 @@ import (
 	"github.com/queen-go/queen/ports"
 )
 
-// The GroupStore (api.md §5.9). Reads are single statements over
+// The GroupStore (docs/api.md §5.9). Reads are single statements over
 // queen.log_group_positions_v1 (schema/010_groups.sql): plain MVCC reads, no row lock.
 // Cursor moves (deletion, subscription update, seek) are one transaction each and lock
 // what they change in the global order (doc.go, "Consumer groups").

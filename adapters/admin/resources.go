@@ -11,7 +11,7 @@ import (
 	"github.com/queen-go/queen/ports"
 )
 
-// The ResourceStore reads (api.md §5.7, §5.11). Counts come from two SQL functions
+// The ResourceStore reads (docs/api.md §5.7, §5.11). Counts come from two SQL functions
 // (schema/009_resources.sql), inlined by the planner into each statement below:
 // log_partition_counts_v1 per partition of one queue, for a page of queues or of
 // partitions (the work grows with the page, not with the tenant), and

@@ -14,7 +14,7 @@ import (
 	"github.com/queen-go/queen/ports"
 )
 
-// ackItem is one acknowledgement on the wire (api.md §5.3).
+// ackItem is one acknowledgement on the wire (docs/api.md §5.3).
 type ackItem struct {
 	TransactionID string `json:"transactionId"`
 	PartitionID   string `json:"partitionId"`
@@ -75,7 +75,7 @@ func (a *api) handleAckBatch(w http.ResponseWriter, r *http.Request) {
 func (a *api) ack(w http.ResponseWriter, r *http.Request, in []consume.AckInput) {
 	res, err := a.Consume.Ack(r.Context(), a.opts.Tenant, in)
 	if err != nil {
-		// An ack answers 200 whatever the database did (api.md §5.3): the items it did
+		// An ack answers 200 whatever the database did (docs/api.md §5.3): the items it did
 		// not take fail, and the lease expiry redelivers what they covered.
 		a.opts.Logger.Log(r.Context(), failureLevel(r, err), "ack failed", loglimit.Cause("ack failed"), "items", len(in), "err", err)
 	}
@@ -121,7 +121,7 @@ func (a *api) decodeBody(r *http.Request, v any) error {
 		return err
 	}
 	// encoding/json would replace invalid bytes in strings with U+FFFD: a name would be
-	// taken as another name (faults.md §6.5 #10).
+	// taken as another name (docs/reliability.md bad input #10).
 	if !utf8.Valid(b) {
 		return badRequestf("bad body: invalid JSON: not valid UTF-8")
 	}
@@ -145,7 +145,7 @@ type extendResponse struct {
 }
 
 // handleExtend renews a pop's leases. The body is optional: {"seconds": n}, anything
-// else (empty, unparseable, not positive) means 60 s; never a 400 (api.md §5.5).
+// else (empty, unparseable, not positive) means 60 s; never a 400 (docs/api.md §5.5).
 func (a *api) handleExtend(w http.ResponseWriter, r *http.Request) {
 	leaseID := mux.Vars(r)["leaseId"]
 	seconds := 60

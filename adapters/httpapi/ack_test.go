@@ -48,7 +48,7 @@ func (downStore) ExtendLease(context.Context, string, time.Duration) (int, time.
 }
 
 // An ack the database did not take still answers 200 with one failed item per input
-// (api.md §5.3): the lease expires and the messages redeliver.
+// (docs/api.md §5.3): the lease expires and the messages redeliver.
 func TestAckDatabaseFailureAnswersPerItem(t *testing.T) {
 	t.Parallel()
 	h := New(Services{DB: pinger{}, Consume: consume.New(downStore{}, nil, consume.Options{})}, Options{})

@@ -36,7 +36,7 @@ type Options struct {
 	Prometheus http.Handler
 	// PoolStats reports database connections for GET /metrics.
 	PoolStats func() (total, idle, acquired int32)
-	// Auth checks the token and its roles on every route but the public ones (api.md
+	// Auth checks the token and its roles on every route but the public ones (docs/api.md
 	// §3, auth.go); nil: authentication is off and every request is allowed.
 	Auth *auth.Verifier
 	// SkipPaths are served without a token when Auth is set (JWT_SKIP_PATHS): an exact
@@ -73,7 +73,7 @@ type Services struct {
 	// spool for them (nil: no spool).
 	Maintenance *maintenance.Flags
 	Buffers     func() drain.Status
-	// The admin API (api.md §5.7-5.11): each enables its routes.
+	// The admin API (docs/api.md §5.7-5.11): each enables its routes.
 	Resources *admin.Resources
 	Groups    *admin.Groups
 	Messages  *admin.Messages
@@ -210,7 +210,7 @@ func (a *api) handleHealth(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, code, body)
 }
 
-// metricsBody is Queen's JSON /metrics (not Prometheus; api.md §5.13), keys in its order.
+// metricsBody is Queen's JSON /metrics (not Prometheus; docs/api.md §5.13), keys in its order.
 type metricsBody struct {
 	Uptime   int64 `json:"uptime"`
 	Requests struct {
@@ -239,7 +239,7 @@ type metricsBody struct {
 	} `json:"cpu"`
 }
 
-// handleMetrics is Queen's JSON /metrics (not Prometheus; api.md §5.13).
+// handleMetrics is Queen's JSON /metrics (not Prometheus; docs/api.md §5.13).
 func (a *api) handleMetrics(w http.ResponseWriter, _ *http.Request) {
 	st := a.Push.Stats()
 	total, idle, _ := a.opts.PoolStats()
@@ -271,7 +271,7 @@ func residentBytes(fallback uint64) uint64 {
 // (the caller listens). bench/floor serves its floor with it too, so the two differ only
 // in what is behind the push route.
 //
-// ReadTimeout bounds the whole request, body included (faults.md §6.5 #28), so a client
+// ReadTimeout bounds the whole request, body included (docs/reliability.md bad input #28), so a client
 // trickling a body cannot hold a connection and a handler: the body's read fails, which
 // readBody answers 408 and closes the connection. It does not cut long polls short:
 // net/http clears the connection's read deadline once the request is read (for its

@@ -10,13 +10,13 @@ import (
 	"github.com/queen-go/queen/core/auth"
 )
 
-// MaxHeaderBytes bounds a request's header block (faults.md §6.5 #28: about 64 KiB;
+// MaxHeaderBytes bounds a request's header block (docs/reliability.md bad input #28: about 64 KiB;
 // net/http allows 4 KiB more): a bigger one, such as a 2 MiB Authorization header, is
 // answered 431 by net/http itself before any handler or token parsing runs.
 const MaxHeaderBytes = 64 << 10
 
 // routeLevels is the access level of every route, by method and path template as
-// registered (api.md §3's route table; core/auth says which roles each level admits).
+// registered (docs/api.md §3's route table; core/auth says which roles each level admits).
 // A route missing here needs ADMIN (levelOf): adding a route without deciding its
 // level locks it down instead of opening it, and a test fails.
 var routeLevels = map[string]auth.Level{
@@ -91,7 +91,7 @@ var routeLevels = map[string]auth.Level{
 	"GET /api/v1/traces/{partitionId}/{transactionId:.+}":   auth.ReadOnly,
 }
 
-// unmatchedLevel is the level of a request no route takes (answered 404 or 405): api.md's
+// unmatchedLevel is the level of a request no route takes (answered 404 or 405): docs/api.md's
 // "everything else", so that without a token the API's shape is not revealed.
 const unmatchedLevel = auth.ReadWrite
 
@@ -170,7 +170,7 @@ func skipped(list []string, path string) bool {
 }
 
 // producerSub is the subject of the request's token, stamped on every message the
-// request writes (api.md §3); "" (null on pop) when authentication is off or the token
+// request writes (docs/api.md §3); "" (null on pop) when authentication is off or the token
 // has no sub. A producerSub in a request body is never read.
 func producerSub(r *http.Request) string {
 	p, _ := auth.FromContext(r.Context())

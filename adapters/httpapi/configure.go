@@ -35,7 +35,7 @@ func configureBody(c ports.QueueConfig) configureResponse {
 		Storage: "segments", Options: c.QueueOptions}
 }
 
-// handleConfigure is POST /api/v1/configure (api.md §5.6).
+// handleConfigure is POST /api/v1/configure (docs/api.md §5.6).
 func (a *api) handleConfigure(w http.ResponseWriter, r *http.Request) {
 	b, err := readBody(r, a.opts.MaxBodyBytes)
 	if err != nil {

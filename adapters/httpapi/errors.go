@@ -37,10 +37,10 @@ func (e *tooLarge) Error() string {
 }
 
 // errBodyTimedOut is a request whose body had not arrived when the server's ReadTimeout
-// (QUEEN_READ_TIMEOUT_MS) ran out (faults.md §6.5 #28).
+// (QUEEN_READ_TIMEOUT_MS) ran out (docs/reliability.md bad input #28).
 var errBodyTimedOut = errors.New("request body not received within the read timeout (QUEEN_READ_TIMEOUT_MS)")
 
-// tooManyItems is a push of more items than the configured limit (faults.md §6.5 #8).
+// tooManyItems is a push of more items than the configured limit (docs/reliability.md bad input #8).
 type tooManyItems struct{ n, limit int }
 
 func (e *tooManyItems) Error() string {
@@ -68,7 +68,7 @@ func statusOf(err error) int {
 	case errors.Is(err, auth.ErrKeysUnavailable):
 		return http.StatusServiceUnavailable // the key set cannot be fetched: retry later
 	case errors.Is(err, auth.ErrNoSecret):
-		return http.StatusInternalServerError // an HS token and no JWT_SECRET (api.md §3)
+		return http.StatusInternalServerError // an HS token and no JWT_SECRET (docs/api.md §3)
 	case errors.As(err, &br), errors.As(err, &ie), errors.As(err, &qe), errors.As(err, &ce), errors.As(err, &ae),
 		errors.As(err, &se):
 		return http.StatusBadRequest
@@ -104,7 +104,7 @@ func writeError(w http.ResponseWriter, log *slog.Logger, err error) {
 	case errors.As(err, &ie):
 		body["error"] = "bad body: " + ie.Error()
 	case errors.As(err, &qe) && qe.Invalid:
-		body["invalid"] = qe.Option // api.md §5.6: rejected sink options are named
+		body["invalid"] = qe.Option // docs/api.md §5.6: rejected sink options are named
 	case code >= 500:
 		log.Log(context.Background(), failureLevel(nil, err), "request failed", loglimit.Cause("request failed "+strconv.Itoa(code)), "status", code, "err", err)
 		body["error"] = http.StatusText(code)
@@ -113,7 +113,7 @@ func writeError(w http.ResponseWriter, log *slog.Logger, err error) {
 	case code == http.StatusRequestEntityTooLarge, code == http.StatusRequestTimeout:
 		// What the client has not sent is not waited for: without this, net/http reads
 		// up to 256 KiB more of an unfinished (chunked) body before it sends the answer,
-		// and a client that stops sending never gets it (faults.md §6.5 #7, #28). It is
+		// and a client that stops sending never gets it (docs/reliability.md bad input #7, #28). It is
 		// what http.MaxBytesReader does when given the ResponseWriter.
 		w.Header().Set("Connection", "close")
 	}

@@ -16,10 +16,10 @@ import (
 )
 
 // groupTimeFormat is the wire form of the admin API's timestamps: UTC, milliseconds
-// (api.md §1).
+// (docs/api.md §1).
 const groupTimeFormat = "2006-01-02T15:04:05.000Z"
 
-// groupsRoutes registers the consumer-group routes (api.md §5.9).
+// groupsRoutes registers the consumer-group routes (docs/api.md §5.9).
 //
 // Group, queue and partition names may contain '/', sent as %2F. These routes match the
 // path as sent (escaped), so each name is exactly one path segment whatever it holds,
@@ -273,7 +273,7 @@ type groupDeleted struct {
 	MetadataDeleted   bool    `json:"metadataDeleted"`
 }
 
-// groupDeleteMetadata reads deleteMetadata: true/1/yes or false/0/no (api.md §1),
+// groupDeleteMetadata reads deleteMetadata: true/1/yes or false/0/no (docs/api.md §1),
 // true when absent.
 func groupDeleteMetadata(q url.Values) (bool, error) {
 	if !q.Has("deleteMetadata") {
@@ -418,7 +418,7 @@ type groupSeekFailed struct {
 }
 
 // groupSeekTarget reads a seek body: {"toEnd": true} or {"timestamp": ISO}. The
-// partition route takes an empty body as {"toEnd": true} (api.md §5.9); which
+// partition route takes an empty body as {"toEnd": true} (docs/api.md §5.9); which
 // combinations are valid is the use case's rule.
 func groupSeekTarget(b []byte, emptyIsToEnd bool) (admin.SeekTarget, error) {
 	if emptyIsToEnd && len(bytes.TrimSpace(b)) == 0 {

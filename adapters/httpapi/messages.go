@@ -16,7 +16,7 @@ import (
 )
 
 // messagesRoutes registers the message browser, one message's detail, dead-letter
-// deletion, retry, replay and purge (api.md §5.8). A transaction id may contain '/'
+// deletion, retry, replay and purge (docs/api.md §5.8). A transaction id may contain '/'
 // (sent as %2F, matched decoded): its pattern ".+" takes the rest of the path, so the
 // retry route is told apart by its method.
 func (a *api) messagesRoutes(r *mux.Router) {
@@ -80,7 +80,7 @@ func msgModeOf(m admin.Mode) msgMode {
 	return msgMode{HasQueueMode: m.HasQueueMode, BusGroupsCount: m.BusGroups, Type: m.Type}
 }
 
-// msgListItem is one message of GET /api/v1/messages, keys in api.md's order. Fields
+// msgListItem is one message of GET /api/v1/messages, keys in docs/api.md's order. Fields
 // known only from the segment (id, transaction id, payload...) are null when it could
 // not be read (payloadAvailable false).
 type msgListItem struct {
@@ -113,11 +113,11 @@ type msgListResponse struct {
 	Mode     msgMode       `json:"mode"`
 	Total    int           `json:"total"` // the page's length, as Queen reports it
 	// Pagination is the paging applied (a limit above the maximum is clamped); Queen
-	// does not send it, and its clients ignore unknown keys (api.md §1).
+	// does not send it, and its clients ignore unknown keys (docs/api.md §1).
 	Pagination pagination `json:"pagination"`
 }
 
-// handleMessages is GET /api/v1/messages (api.md §5.8).
+// handleMessages is GET /api/v1/messages (docs/api.md §5.8).
 func (a *api) handleMessages(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	mq := admin.MessageQuery{Queue: q.Get("queue"), Partition: q.Get("partition"), Namespace: q.Get("namespace"),
@@ -174,7 +174,7 @@ type msgGroupItem struct {
 	RetryCount     int     `json:"retryCount"`
 }
 
-// msgDetail is GET /api/v1/messages/{partitionId}/{transactionId}, keys in api.md's
+// msgDetail is GET /api/v1/messages/{partitionId}/{transactionId}, keys in docs/api.md's
 // order; queueConfig carries the queue's options under their configure names.
 type msgDetail struct {
 	ID             string          `json:"id"`
@@ -248,7 +248,7 @@ func (a *api) handleDeleteMessage(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// msgPushResult is a replay's push result, in the push answer's shape (api.md §5.1).
+// msgPushResult is a replay's push result, in the push answer's shape (docs/api.md §5.1).
 type msgPushResult struct {
 	Index         int    `json:"index"`
 	MessageID     string `json:"message_id"`

@@ -17,10 +17,10 @@ import (
 // and the query string of every route before its handler runs, and the handlers check
 // their body fields with checkName and checkText. PostgreSQL refuses a NUL byte or
 // invalid UTF-8 in text, so such a value must never get past this point: it would
-// come back as a database error, a 500 (faults.md §6.5 #11).
+// come back as a database error, a 500 (docs/reliability.md bad input #11).
 
 // nameParams are the parameters, in paths and query strings alike, whose values are
-// names (design.md §9's rule, core/names): queues, partitions, consumer groups,
+// names (docs/design.md "Decisions", core/names): queues, partitions, consumer groups,
 // namespaces, tasks and trace names. Any other parameter is free text.
 var nameParams = map[string]bool{
 	"queue": true, "partition": true, "consumerGroup": true, "group": true,
@@ -54,7 +54,7 @@ func checkText(where, param, v string) error {
 }
 
 // ownParams are the parameters whose routes answer any value themselves: a lease id
-// that is not a UUID renews nothing, in a 200 (api.md §5.5), and never reaches the
+// that is not a UUID renews nothing, in a 200 (docs/api.md §5.5), and never reaches the
 // database.
 var ownParams = map[string]bool{"leaseId": true}
 

@@ -12,7 +12,7 @@ import (
 )
 
 // The reference for appendPop: the answer as json.Marshal wrote it before (the field
-// names and order of api.md's pop answer).
+// names and order of docs/api.md's pop answer).
 
 // popResponse is the shape of a pop answer.
 type popResponse struct {

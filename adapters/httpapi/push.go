@@ -35,7 +35,7 @@ func stringField(raw json.RawMessage, item int, field string) (s string, ok bool
 		return "", false, nil
 	}
 	if raw[0] != '"' {
-		// Queen's text ("Queue must be a string"), then where: faults.md §6.5 #6.
+		// Queen's text ("Queue must be a string"), then where: docs/reliability.md bad input #6.
 		return "", false, badRequestf("bad body: %s must be a string (item %d, field `%s`)", queenField(field), item, field)
 	}
 	if !utf8.Valid(raw) {
@@ -142,13 +142,13 @@ func parseItems(body []byte) ([]push.Item, error) {
 	return items, nil
 }
 
-// itemsRequired is Queen's text for a push body without an items array (faults.md §6.5
+// itemsRequired is Queen's text for a push body without an items array (docs/reliability.md bad input
 // #3); "bad body: " before it is the Rust broker's prefix of data-route parse failures
-// (api.md §1).
+// (docs/api.md §1).
 const itemsRequired = "items array is required"
 
 // pushBodyError words a push body encoding/json refused: a syntax error is invalid JSON
-// (faults.md §6.5 #1); a body that is JSON but not an object, or whose items are not an
+// (docs/reliability.md bad input #1); a body that is JSON but not an object, or whose items are not an
 // array, lacks the items array (#2, #3); an item that is not an object is named as such.
 func pushBodyError(err error) error {
 	var te *json.UnmarshalTypeError
@@ -189,7 +189,7 @@ func (a *api) handlePush(w http.ResponseWriter, r *http.Request) {
 		return r.Status == push.StatusFailed && r.Err == nil
 	}) {
 		// Under push maintenance only the spool takes pushes: an item it could not take
-		// is accepted nowhere, and the reference answers 500 (api.md §5.1) so clients
+		// is accepted nowhere, and the reference answers 500 (docs/api.md §5.1) so clients
 		// retry. On the database-failure path failed items keep the 201, and so do items
 		// refused for encryption (Err set): a retry would be refused again.
 		code = http.StatusInternalServerError
@@ -212,7 +212,7 @@ var pushAnswers = sync.Pool{New: func() any { b := make([]byte, 0, 1<<10); retur
 const maxPooledPushAnswer = 64 << 10
 
 // renderPush appends the push response to b by hand: it is on the hot path and its shape
-// is fixed (api.md §5.1).
+// is fixed (docs/api.md §5.1).
 func renderPush(b []byte, results []push.Result) []byte {
 	b = slices.Grow(b, 160*len(results))
 	b = append(b, '[')
@@ -237,7 +237,7 @@ func renderPush(b []byte, results []push.Result) []byte {
 		}
 		if r.Err != nil {
 			// Only an item refused for encryption has one (the issue's addition to
-			// api.md §5.1, which has no per-item error text): failed says it was not
+			// docs/api.md §5.1, which has no per-item error text): failed says it was not
 			// stored, error says why and whether a retry can help.
 			b = append(b, `,"error":`...)
 			b = appendString(b, r.Err.Error())

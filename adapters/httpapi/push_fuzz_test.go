@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// FuzzParsePush holds the push decoder to faults.md §6.5 #30: whatever the body, it never
+// FuzzParsePush holds the push decoder to docs/reliability.md bad input #30: whatever the body, it never
 // panics, and every refusal is a client error (a 4xx) that says something.
 func FuzzParsePush(f *testing.F) {
 	for _, s := range pushSamples {

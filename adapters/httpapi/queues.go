@@ -19,7 +19,7 @@ type deleteQueueResponse struct {
 	Message string `json:"message,omitempty"`
 }
 
-// handleDeleteQueue is DELETE /api/v1/resources/queues/{queue} (api.md §5.7): 200 also
+// handleDeleteQueue is DELETE /api/v1/resources/queues/{queue} (docs/api.md §5.7): 200 also
 // when there was nothing to delete.
 func (a *api) handleDeleteQueue(w http.ResponseWriter, r *http.Request) {
 	queue := mux.Vars(r)["queue"]
@@ -62,7 +62,7 @@ type deadLettersResponse struct {
 	Total      int          `json:"total"` // the page's length, as Queen reports it
 }
 
-// handleDeadLetters is GET /api/v1/dlq (api.md §5.8): newest failure first.
+// handleDeadLetters is GET /api/v1/dlq (docs/api.md §5.8): newest failure first.
 func (a *api) handleDeadLetters(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	f := ports.DeadLetterFilter{Queue: q.Get("queue"), ConsumerGroup: q.Get("consumerGroup")}

@@ -12,11 +12,11 @@ import (
 	"github.com/queen-go/queen/ports"
 )
 
-// resTimeFormat is the admin routes' timestamp: milliseconds, UTC (api.md §1: most
+// resTimeFormat is the admin routes' timestamp: milliseconds, UTC (docs/api.md §1: most
 // admin answers use milliseconds).
 const resTimeFormat = "2006-01-02T15:04:05.000Z"
 
-// resourcesRoutes registers the resources routes (api.md §5.7) and the status routes
+// resourcesRoutes registers the resources routes (docs/api.md §5.7) and the status routes
 // (§5.11's first rows, §5.12's shared state, §5.13's GET /status; status_routes.go).
 func (a *api) resourcesRoutes(r *mux.Router) {
 	r.HandleFunc("/api/v1/resources/queues", a.handleResQueues).Methods(http.MethodGet)
@@ -96,7 +96,7 @@ type resQueuesResponse struct {
 	Pagination statusPagination `json:"pagination"`
 }
 
-// handleResQueues is GET /api/v1/resources/queues (api.md §5.7): namespace, task, limit
+// handleResQueues is GET /api/v1/resources/queues (docs/api.md §5.7): namespace, task, limit
 // (default: every queue, up to the maximum page) and offset are honoured; stats is
 // checked.
 func (a *api) handleResQueues(w http.ResponseWriter, r *http.Request) {
@@ -123,7 +123,7 @@ func (a *api) handleResQueues(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-// resStats are the counts of a partition or a queue in a detail (api.md §5.7).
+// resStats are the counts of a partition or a queue in a detail (docs/api.md §5.7).
 type resStats struct {
 	Total      int64  `json:"total"`
 	Pending    int64  `json:"pending"`
@@ -138,7 +138,7 @@ func resStatsOf(s admin.MessageStats) resStats {
 		DeadLetter: s.DeadLetter}
 }
 
-// resOptions are the 21 options of api.md §5.6 in its order: namespace and task, then
+// resOptions are the 21 options of docs/api.md §5.6 in its order: namespace and task, then
 // the others (embedded, so encoded inline).
 type resOptions struct {
 	Namespace string `json:"namespace"`
@@ -167,7 +167,7 @@ type resQueueDetail struct {
 	Segments   resSegments    `json:"segments"`
 }
 
-// handleResQueue is GET /api/v1/resources/queues/{queue} (api.md §5.7); limit and
+// handleResQueue is GET /api/v1/resources/queues/{queue} (docs/api.md §5.7); limit and
 // offset page the partitions (the totals cover all of them).
 func (a *api) handleResQueue(w http.ResponseWriter, r *http.Request) {
 	page, err := resPage(r.URL.Query())
@@ -213,7 +213,7 @@ type resDepth struct {
 	Partitions        []resDepthPartition `json:"partitions"`
 }
 
-// handleResDepth is GET /api/v1/resources/queues/{queue}/depth?group= (api.md §5.7);
+// handleResDepth is GET /api/v1/resources/queues/{queue}/depth?group= (docs/api.md §5.7);
 // limit and offset page the partitions.
 func (a *api) handleResDepth(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
@@ -267,7 +267,7 @@ func resNamespaces(ks []admin.KeyTotals) []resNamespace {
 	return out
 }
 
-// handleResNamespaces is GET /api/v1/resources/namespaces (api.md §5.7).
+// handleResNamespaces is GET /api/v1/resources/namespaces (docs/api.md §5.7).
 func (a *api) handleResNamespaces(w http.ResponseWriter, r *http.Request) {
 	page, err := resPage(r.URL.Query())
 	if err != nil {
@@ -284,7 +284,7 @@ func (a *api) handleResNamespaces(w http.ResponseWriter, r *http.Request) {
 	}{resNamespaces(ks)})
 }
 
-// handleResTasks is GET /api/v1/resources/tasks (api.md §5.7).
+// handleResTasks is GET /api/v1/resources/tasks (docs/api.md §5.7).
 func (a *api) handleResTasks(w http.ResponseWriter, r *http.Request) {
 	page, err := resPage(r.URL.Query())
 	if err != nil {
@@ -307,7 +307,7 @@ func (a *api) handleResTasks(w http.ResponseWriter, r *http.Request) {
 }
 
 // resOverview is our answer to GET /api/v1/resources/overview (Queen answers its
-// get_system_overview_v3, which api.md does not detail): the tenant's queues,
+// get_system_overview_v3, which docs/api.md does not detail): the tenant's queues,
 // partitions, namespaces, tasks and named consumer groups, its message counts, and the
 // same per namespace. statsAge is 0: everything is computed at the request.
 type resOverview struct {

@@ -10,7 +10,7 @@ import (
 	"github.com/queen-go/queen/core/admin"
 )
 
-// statusRoutes registers the status routes (api.md §5.11's first rows, §5.12's shared
+// statusRoutes registers the status routes (docs/api.md §5.11's first rows, §5.12's shared
 // state, §5.13's GET /status).
 func (a *api) statusRoutes(r *mux.Router) {
 	r.HandleFunc("/api/v1/status", a.handleStatus).Methods(http.MethodGet)
@@ -87,7 +87,7 @@ type statusResponse struct {
 	StatsAge        int                 `json:"statsAge"` // 0: computed at the request
 }
 
-// handleStatus is GET /api/v1/status (api.md §5.11).
+// handleStatus is GET /api/v1/status (docs/api.md §5.11).
 func (a *api) handleStatus(w http.ResponseWriter, r *http.Request) {
 	sq, err := statusQuery(r.URL.Query())
 	if err != nil {
@@ -113,7 +113,7 @@ func (a *api) handleStatus(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-// statusMessages are a queue's counts in the status listing (api.md §5.11).
+// statusMessages are a queue's counts in the status listing (docs/api.md §5.11).
 type statusMessages struct {
 	Total      int64 `json:"total"`
 	Pending    int64 `json:"pending"`
@@ -143,7 +143,7 @@ type statusQueuesResponse struct {
 	Pagination statusPagination `json:"pagination"`
 }
 
-// handleStatusQueues is GET /api/v1/status/queues (api.md §5.11): limit (100) and offset.
+// handleStatusQueues is GET /api/v1/status/queues (docs/api.md §5.11): limit (100) and offset.
 func (a *api) handleStatusQueues(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	sq, err := statusQuery(q)
@@ -218,7 +218,7 @@ type statusQueueResponse struct {
 	Totals     statusTotals      `json:"totals"`
 }
 
-// handleStatusQueue is GET /api/v1/status/queues/{queue} (api.md §5.11): includePartitions
+// handleStatusQueue is GET /api/v1/status/queues/{queue} (docs/api.md §5.11): includePartitions
 // is checked (true or false) and changes nothing; limit and offset page the partitions.
 func (a *api) handleStatusQueue(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
@@ -275,7 +275,7 @@ type sharedStatePeers struct {
 	Failures uint64 `json:"failures"`
 }
 
-// sharedStateResponse keeps api.md §5.12's keys (enabled, reason, maintenance_mode,
+// sharedStateResponse keeps docs/api.md §5.12's keys (enabled, reason, maintenance_mode,
 // pop_maintenance_mode) and adds this broker's hot-list and peer hints.
 type sharedStateResponse struct {
 	Enabled            bool               `json:"enabled"`
@@ -286,7 +286,7 @@ type sharedStateResponse struct {
 	PeerHints          sharedStatePeers   `json:"peerHints"`
 }
 
-// handleSharedState is GET /api/v1/system/shared-state (api.md §5.12).
+// handleSharedState is GET /api/v1/system/shared-state (docs/api.md §5.12).
 func (a *api) handleSharedState(w http.ResponseWriter, r *http.Request) {
 	s := a.Resources.SharedState(r.Context())
 	h, p := s.Hotlist, s.Peers
@@ -298,7 +298,7 @@ func (a *api) handleSharedState(w http.ResponseWriter, r *http.Request) {
 			Batches: p.Batches, Failures: p.Failures}})
 }
 
-// handleStatusOK is GET /status (api.md §5.13).
+// handleStatusOK is GET /status (docs/api.md §5.13).
 func (a *api) handleStatusOK(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, struct {
 		Status string `json:"status"`

@@ -35,7 +35,7 @@ func (a *api) streamsRoutes(r *mux.Router) {
 // streamsPaths are the streams routes' paths.
 var streamsPaths = []string{"/streams/v1/queries", "/streams/v1/state/get", "/streams/v1/cycle"}
 
-// streamsCORS puts the permissive CORS headers of Queen's streams server (streams.md §2)
+// streamsCORS puts the permissive CORS headers of Queen's streams server (docs/streams.md §2)
 // on every answer of the streams routes, errors and authentication refusals included,
 // so that a browser's script can read them. Preflights (OPTIONS) are public routes: a
 // browser sends them without credentials.

@@ -26,7 +26,7 @@ func (a *api) buffers() drain.Status {
 	return a.Buffers()
 }
 
-// handleMaintenanceGet re-reads the flags from the database first (api.md §5.12), so an
+// handleMaintenanceGet re-reads the flags from the database first (docs/api.md §5.12), so an
 // operator sees what another broker set even between refreshes.
 func (a *api) handleMaintenanceGet(w http.ResponseWriter, r *http.Request) {
 	if err := a.Maintenance.Refresh(r.Context()); err != nil {

@@ -11,7 +11,7 @@ import (
 	"github.com/queen-go/queen/ports"
 )
 
-// tracesRoutes registers the trace routes (api.md §5.10). names and by-name come first:
+// tracesRoutes registers the trace routes (docs/api.md §5.10). names and by-name come first:
 // "/api/v1/traces/{partitionId}/{transactionId}" would match them too.
 func (a *api) tracesRoutes(r *mux.Router) {
 	r.HandleFunc("/api/v1/traces", a.handleRecordTrace).Methods(http.MethodPost)

@@ -57,7 +57,7 @@ type txnResult struct {
 }
 
 // handleTransaction commits every push and ack of the request in one PostgreSQL
-// transaction (api.md §5.4). Rolled-back transactions answer 200 with success false.
+// transaction (docs/api.md §5.4). Rolled-back transactions answer 200 with success false.
 func (a *api) handleTransaction(w http.ResponseWriter, r *http.Request) {
 	id, err := uuid.NewV7()
 	if err != nil {
@@ -86,7 +86,7 @@ func (a *api) handleTransaction(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if len(*body.Operations) == 0 {
-		// Queen's text (faults.md §6.5 #25): an empty transaction is a client mistake,
+		// Queen's text (docs/reliability.md bad input #25): an empty transaction is a client mistake,
 		// not a commit of nothing.
 		fail(http.StatusBadRequest, "operations array cannot be empty", "bad_request")
 		return
@@ -178,7 +178,7 @@ func txnOps(wire []txnOp) ([]push.TxnOp, error) {
 	return ops, nil
 }
 
-// txnAck checks an ack operation as a 400 must refuse it (api.md §5.4): one that cannot
+// txnAck checks an ack operation as a 400 must refuse it (docs/api.md §5.4): one that cannot
 // name a message (consume's rule), or whose text PostgreSQL cannot hold. Unlike
 // /api/v1/ack, which answers per item, a transaction is refused whole.
 func txnAck(in consume.AckInput) error {

@@ -1,5 +1,5 @@
 // Package jwks is the JSON Web Key Set client behind token verification with
-// JWT_JWKS_URL (api.md §3): it implements core/auth's KeySet on lestrrat-go/jwx's
+// JWT_JWKS_URL (docs/api.md §3): it implements core/auth's KeySet on lestrrat-go/jwx's
 // jwk.Cache, which fetches the set and re-fetches it on a constant interval.
 //
 // Invariants:

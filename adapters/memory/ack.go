@@ -26,7 +26,7 @@ const (
 )
 
 // minResolution is the floor of the window in which acks resolve transaction ids below
-// the cursor (api.md §5.3: max(dedupWindowSeconds, completedRetentionSeconds, 900 s)).
+// the cursor (docs/api.md §5.3: max(dedupWindowSeconds, completedRetentionSeconds, 900 s)).
 const minResolution = 900 * time.Second
 
 // ackGroup is the items of one (partition, group), in input order.

@@ -25,7 +25,7 @@ var (
 	_ ports.TransactionStore = (*Store)(nil)
 )
 
-// unconfiguredLease is the lease of a queue that was never configured (api.md §5.6).
+// unconfiguredLease is the lease of a queue that was never configured (docs/api.md §5.6).
 const unconfiguredLease = 60 * time.Second
 
 // consumer is a (partition, group) cursor row of queen.log_consumers.

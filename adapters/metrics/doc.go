@@ -11,7 +11,7 @@
 //
 // # Names
 //
-// Queen's families (api.md §5.13) keep Queen's names and types, idiomatic or not
+// Queen's families (docs/api.md §5.13) keep Queen's names and types, idiomatic or not
 // (queen_db_pool_size, queen_file_buffer_pending: gauges without a unit): dashboards
 // built for Queen keep working. The families this broker adds follow Prometheus'
 // conventions, held by TestOwnFamiliesFollowConventions: counters end in _total and only

@@ -34,7 +34,7 @@ type Sources struct {
 	// DBCommits, when set, reads the database's committed transactions (all clients).
 	DBCommits func(context.Context) (int64, error)
 	// OldestXact, when set, reads the age of the database's oldest transaction that
-	// holds back vacuum (faults.md F8).
+	// holds back vacuum (docs/reliability.md F8).
 	OldestXact func(context.Context) (time.Duration, error)
 	// Maintenance and PopMaintenance report push and pop maintenance; Spool the spool's
 	// pending and failed records and whether the drain reaches the database.
@@ -57,7 +57,7 @@ type Sources struct {
 func Handler(src Sources) http.Handler {
 	h := promhttp.HandlerFor(newRegistry(src), promhttp.HandlerOpts{})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Cache-Control", "no-cache") // api.md §1: scrapes are never cached
+		w.Header().Set("Cache-Control", "no-cache") // docs/api.md §1: scrapes are never cached
 		h.ServeHTTP(w, r)
 	})
 }

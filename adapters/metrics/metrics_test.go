@@ -13,7 +13,7 @@ import (
 	"github.com/queen-go/queen/core/push"
 )
 
-// queenFamilies are the families of Queen's api.md §5.13 this exporter serves, with
+// queenFamilies are the families of Queen's docs/api.md §5.13 this exporter serves, with
 // Queen's names and types: dashboards built for Queen must keep working. Some are not
 // what Prometheus' conventions would name them (gauges without a unit); they stay.
 var queenFamilies = map[string]string{

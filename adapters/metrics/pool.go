@@ -14,7 +14,7 @@ import (
 type PoolStat = ports.PoolStat
 
 // registerPool adds the pool's families, read once per scrape. Queen's three gauges keep
-// their names (api.md §5.13); the others follow Prometheus' conventions.
+// their names (docs/api.md §5.13); the others follow Prometheus' conventions.
 func registerPool(reg prometheus.Registerer, read func() PoolStat) {
 	c := newSnapshot(read)
 	c.gauge("queen_db_pool_size", "Open database connections (idle, in use or being opened).", nil,

@@ -11,7 +11,7 @@ import (
 	"github.com/queen-go/queen/ports"
 )
 
-// RetentionLockKey is the session advisory lock the retention lead holds (api.md §6.4:
+// RetentionLockKey is the session advisory lock the retention lead holds (docs/api.md §6.4:
 // one broker of the database runs the retention cycle at a time).
 const RetentionLockKey = 737001
 

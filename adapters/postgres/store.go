@@ -251,7 +251,7 @@ func translate(op string, err error) error {
 // OldestXactAge is how long the oldest transaction that holds back vacuum's horizon in
 // this database (one with an xid or a snapshot, of any client but this call) has been
 // open, 0 when there is none (pg_stat_activity). Such a transaction keeps every dead
-// tuple younger than it, so the hot tables' dead tuples grow behind it (faults.md F8).
+// tuple younger than it, so the hot tables' dead tuples grow behind it (docs/reliability.md F8).
 // A role without pg_read_all_stats sees only its own sessions' start times.
 func (s *Store) OldestXactAge(ctx context.Context) (time.Duration, error) {
 	var secs float64

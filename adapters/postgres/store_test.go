@@ -311,7 +311,7 @@ func TestEnsureSchema(t *testing.T) {
 	}
 }
 
-// TestOldestXactAge: a transaction that holds an xid (faults.md F8: BEGIN; SELECT
+// TestOldestXactAge: a transaction that holds an xid (docs/reliability.md F8: BEGIN; SELECT
 // txid_current(); then idle) shows in the age until it ends.
 func TestOldestXactAge(t *testing.T) {
 	t.Parallel()

@@ -258,7 +258,7 @@ func pushCycle(ctx context.Context, tx pgx.Tx, c ports.Cycle) ([]ports.SegmentRe
 }
 
 // cursorOnly applies a cycle's completed ack on a partition its group has no cursor on
-// (streams.md §3.2, 6.5: Queen inserts a cursor-only row): a cursor at the acked message,
+// (docs/streams.md §3.2, 6.5: Queen inserts a cursor-only row): a cursor at the acked message,
 // no lease, taken under the partition's KEY SHARE lock as a pop's first contact takes it
 // (retention trims only partitions whose cursors it can lock). A message the partition
 // does not hold, an ack naming a lease (no cursor holds one) or another status (a

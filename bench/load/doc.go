@@ -25,7 +25,7 @@
 // (maxPoints; a longer run merges neighbours). When Common.Out is a LiveWriter, the Meter
 // (and the soak) also keep a live status line on the terminal, erased at the end.
 //
-// The fault load (faultload.go, StartFaultLoad; L1 is faults.md §6.3's shape): producers
+// The fault load (faultload.go, StartFaultLoad; L1 is the shape of docs/reliability.md): producers
 // own their partitions (payload {"p", "seq"}, transaction id "<run>:<partition>:<seq>")
 // and push a partition's next sequence only once the previous ones are accepted, retrying
 // with the same ids; every answer goes to a bench/verify.Ledger. Consumer groups pop in
@@ -34,7 +34,7 @@
 // final drain; Verify applies bench/verify.CheckLedger. The fault scenarios (e2e/faults)
 // and queen-bench soak run it.
 //
-// The soak (soak.go, soak_run.go; RunSoak, faults.md §6.7 under load profile L3) runs
+// The soak (soak.go, soak_run.go; RunSoak, the soak of docs/reliability.md under load profile L3) runs
 // the fault load with completed-message retention on the queue (QueueOptions) for 30
 // minutes and appends a CSV row every 10 s: accepted and delivered messages, push p50/p99
 // and pop-to-ack p99 of the interval (FaultRun's PushSamplesFrom and AckSamplesFrom), the

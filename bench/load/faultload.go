@@ -15,11 +15,11 @@ import (
 	"github.com/queen-go/queen/bench/verify"
 )
 
-// FaultConfig is a verified load (faults.md §6.3): producers that own their partitions
+// FaultConfig is a verified load (docs/reliability.md, load profiles): producers that own their partitions
 // and record every push answer in a ledger, consumer groups that log every delivery,
 // so that bench/verify.CheckLedger can tell whether anything accepted was lost,
 // reordered or stored twice. The fault scenarios (e2e/faults) and queen-bench soak run
-// it; L1 is faults.md's fault load.
+// it; L1 is docs/reliability.md's fault load.
 type FaultConfig struct {
 	Queue       string
 	Partitions  int      // each owned by exactly one producer, so its sequence is well defined
@@ -35,18 +35,18 @@ type FaultConfig struct {
 	RetryLimit  int
 	WaitMS      int // long-poll timeout
 	// ConsumeDelay is a pause of each consumer after every batch: consumers slower than
-	// the producers (faults.md L4, overload).
+	// the producers (docs/reliability.md L4, overload).
 	ConsumeDelay time.Duration
 	// ConsumeURL, when set, is another broker (on the same database) the consumers pop
 	// from and ack through, while the producers push through the one StartFaultLoad got.
 	ConsumeURL string
-	// QueueOptions are more configure options (api.md's names, e.g.
+	// QueueOptions are more configure options (docs/api.md's names, e.g.
 	// "completedRetentionSeconds"), sent in the same configure call; they override the
 	// ones above on a clash. nil: none.
 	QueueOptions map[string]any
 }
 
-// L1 is faults.md's L1 fault load at the given rate (accepted messages per second).
+// L1 is docs/reliability.md's L1 fault load at the given rate (accepted messages per second).
 func L1(queue string, rate int) FaultConfig {
 	return FaultConfig{Queue: queue, Partitions: 64, Producers: 4, Rate: rate, BatchShare: 0.9, Payload: 256,
 		Groups: []string{"g1", "g2"}, Consumers: 2, AckFailRate: 0.01, PoisonEvery: 1000, LeaseTime: 5,
@@ -381,7 +381,7 @@ func (r *FaultRun) consume(ctx context.Context, g *verify.GroupLog, empty, first
 	}
 }
 
-// Drain is the mandatory final drain (faults.md §6.2): stop the producers, wait until
+// Drain is the mandatory final drain (the verifier in docs/reliability.md): stop the producers, wait until
 // spoolEmpty reports true (the broker's spool replayed; nil: not checked) and every
 // accepted item reached every group, then until every consumer has had two empty long
 // polls in a row, or limit passes; then stop the consumers. It returns how long it took.

@@ -33,7 +33,7 @@ type PipelineConfig struct {
 	Consumers    int // consumers per (queue, group)
 	Producers    int // ingress connections per flow
 	Drain        time.Duration
-	// Queue options (api.md §5.6).
+	// Queue options (docs/api.md §5.6).
 	DedupWindow, CompletedRetention, LeaseTime int
 }
 

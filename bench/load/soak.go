@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// The soak (faults.md §6.7, load profile L3): samples of the broker's resources and the
+// The soak (docs/reliability.md, load profile L3): samples of the broker's resources and the
 // load's latencies every few seconds, the CSV they are kept in, and the leak criteria
 // checked over them. Everything here is pure; RunSoak (soak_run.go) takes the samples.
 
@@ -107,7 +107,7 @@ func (c *SoakCSV) write(cells []string) error {
 	return c.w.Error()
 }
 
-// SoakLimits are the thresholds of faults.md §6.7 and how this tool reads the ones it
+// SoakLimits are the soak thresholds of docs/reliability.md and how this tool reads the ones it
 // leaves open (see DefaultSoakLimits).
 type SoakLimits struct {
 	RSSGrowth      float64 // last sample over the warm-up's end, as a fraction
@@ -123,7 +123,7 @@ type SoakLimits struct {
 	DeadLive       float64 // n_dead_tup / n_live_tup of each hot table at the end, below this
 }
 
-// DefaultSoakLimits are faults.md §6.7's limits for a broker with a pool of poolSize
+// DefaultSoakLimits are the soak limits of docs/reliability.md for a broker with a pool of poolSize
 // connections under rate msg/s:
 //   - the pool plus one connection: the broker's hint listener (adapters/postgres,
 //     Listen) holds a connection of its own, outside the pool;
@@ -167,7 +167,7 @@ type Criterion struct {
 	Name, Measured, Limit, Status string
 }
 
-// CheckSoak checks faults.md §6.7's criteria over the samples taken after the warm-up
+// CheckSoak checks the soak criteria of docs/reliability.md over the samples taken after the warm-up
 // (the first of them is the warm-up's end, the reference of RSS, goroutines and FDs).
 // Fewer than two such samples fail every criterion that needs them.
 func CheckSoak(o SoakOutcome, l SoakLimits) []Criterion {

@@ -16,7 +16,7 @@ import (
 	"github.com/queen-go/queen/bench/verify"
 )
 
-// SoakConfig configures the soak (faults.md §6.7): the verified load Load for Duration
+// SoakConfig configures the soak (docs/reliability.md, soak criteria): the verified load Load for Duration
 // (the warm-up included), a sample every Interval into the CSV file, then the final
 // drain, the verifier and the criteria over the samples after Warmup.
 type SoakConfig struct {

@@ -99,7 +99,7 @@
 //
 // # The fault verifier (ledger.go)
 //
-// CheckLedger is faults.md §6.2 for runs where things break: the ground truth is a
+// CheckLedger is the verifier of docs/reliability.md for runs where things break: the ground truth is a
 // Ledger of every push answer per (partition, sequence) (an accepted status, queued,
 // buffered or duplicate, is a promise and is never replaced by a later retry's failure),
 // the observation one GroupLog of deliveries per consumer group, kept in memory. Per

@@ -21,7 +21,7 @@ func Accepted(status string) bool {
 }
 
 // Ledger is the producers' record of every push result, per (partition, seq): the
-// ground truth of the fault verifier (faults.md §6.2). Safe for concurrent use.
+// ground truth of the fault verifier (docs/reliability.md). Safe for concurrent use.
 type Ledger struct {
 	mu    sync.Mutex
 	items map[string]map[int64]string // partition → seq → status
@@ -129,7 +129,7 @@ func (g *GroupLog) Len() int {
 	return len(g.deliveries)
 }
 
-// FaultCounts are one group's counts under the rules of faults.md §6.2.
+// FaultCounts are one group's counts under the verifier's rules in docs/reliability.md.
 type FaultCounts struct {
 	Acknowledged      int64 // ledger items the broker accepted (queued, buffered, duplicate)
 	Delivered         int64 // deliveries received

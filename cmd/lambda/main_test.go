@@ -188,7 +188,7 @@ func TestLambdaInvocation(t *testing.T) {
 	}
 }
 
-// Push maintenance pauses the drain job like the brokers' drains (api.md §5.12): the
+// Push maintenance pauses the drain job like the brokers' drains (docs/api.md §5.12): the
 // database being worked on receives no replayed pushes either.
 func TestDrainPausedByPushMaintenance(t *testing.T) {
 	t.Parallel()

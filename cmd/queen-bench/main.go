@@ -30,7 +30,7 @@ modes:
             -report FILE, an HTML page of saved results (a run's JSON lines too)
   floor     serve issue 18's HTTP floor: the broker's routes with a push that only waits
             for a simulated 3 ms commit cycle (load it with push -broker-pid)
-  soak      faults.md's soak (L3): the verified fault load for 30 min, the broker's RSS,
+  soak      the soak of docs/reliability.md (L3): the verified fault load for 30 min, the broker's RSS,
             goroutines, FDs, connections, backlog and dead tuples sampled into a CSV,
             then the verifier and the leak criteria; exit 1 on FAIL (make soak)
 

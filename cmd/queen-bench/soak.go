@@ -9,7 +9,7 @@ import (
 	"github.com/queen-go/queen/bench/report"
 )
 
-// soakMode is faults.md §6.7's soak under load profile L3: the verified fault load
+// soakMode is the soak of docs/reliability.md (load profile L3): the verified fault load
 // (bench/load.StartFaultLoad, the L1 mix) over 1,000 partitions at 2,000 msg/s for 30
 // minutes on a queue with completed-message retention, a CSV row of the broker's
 // resources every 10 s, then the final drain, the verifier and the leak criteria over

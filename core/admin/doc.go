@@ -1,5 +1,5 @@
 // Package admin is the operators' use case: what the admin API reads and changes besides
-// a queue's configuration (core/queues). Four services, one per area of api.md:
+// a queue's configuration (core/queues). Four services, one per area of docs/api.md:
 //
 //   - Resources (§5.7, §5.11): queues, partitions, namespaces and tasks with their
 //     depths, and the status routes. Counts are watermark arithmetic over partition and

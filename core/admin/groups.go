@@ -18,14 +18,14 @@ type GroupsOptions struct {
 	// hot-list forgets the group's rings, the waker wakes the group's parked pops.
 	Changes *notify.GroupChanges
 	// LaggingAfter: a group whose oldest unconsumed message on a queue is older than this
-	// is Lagging there [300 s] (api.md §5.9).
+	// is Lagging there [300 s] (docs/api.md §5.9).
 	LaggingAfter time.Duration
 	// DeadAfter: a group with messages to read on a queue, no live lease there and no
 	// activity there (pop, ack, cursor or subscription created) for this long is Dead
 	// there [1 h].
 	DeadAfter time.Duration
 	// MinLag is the lagging listing's threshold when the request gives none [1 h]
-	// (api.md §5.9: minLagSeconds 3600).
+	// (docs/api.md §5.9: minLagSeconds 3600).
 	MinLag time.Duration
 	// MaxLimit bounds every page (a larger limit is clamped to it), and is the size of
 	// a page the request does not size [1000].
@@ -58,7 +58,7 @@ func (o *GroupsOptions) defaults() {
 	}
 }
 
-// Groups is the consumer-group administration use case (api.md §5.9): listings with
+// Groups is the consumer-group administration use case (docs/api.md §5.9): listings with
 // lag and state, deletion, subscription updates and seeks. See doc.go for the rules and
 // the locks each operation takes.
 type Groups struct {
@@ -83,7 +83,7 @@ func (g *Groups) QueueChanged(notify.QueueChange) { g.Forget() }
 // GroupChanged hears of a group deletion or seek this broker made.
 func (g *Groups) GroupChanged(notify.GroupChange) { g.Forget() }
 
-// GroupHealth is the state (api.md "state") of a consumer group on one queue.
+// GroupHealth is the state (docs/api.md "state") of a consumer group on one queue.
 type GroupHealth string
 
 // The states of a group on a queue (see doc.go, "Consumer groups").
@@ -103,7 +103,7 @@ type GroupPageQuery struct {
 type GroupSummary struct {
 	Name, Queue string
 	// Members is the number of partitions where the group has a cursor, as the
-	// reference counts it (api.md §5.9 keeps the key for compatibility; it is not a count
+	// reference counts it (docs/api.md §5.9 keeps the key for compatibility; it is not a count
 	// of consumer processes). PartitionCursors is the same number.
 	Members, PartitionCursors int
 	PartitionsWithLag         int

@@ -20,7 +20,7 @@ import (
 	"github.com/queen-go/queen/ports"
 )
 
-// Page bounds and defaults of the message browse (api.md §5.8).
+// Page bounds and defaults of the message browse (docs/api.md §5.8).
 const (
 	DefaultMessagesLimit = 200
 	// MaxMessagesLimit is the largest page; a larger limit is clamped to it (Queen's CLI
@@ -55,7 +55,7 @@ type MessagesOptions struct {
 	Logger    *slog.Logger
 }
 
-// Messages is the admin API's message and dead-letter use case (api.md §5.8): browsing
+// Messages is the admin API's message and dead-letter use case (docs/api.md §5.8): browsing
 // messages inside their segments, one message with its status per group, and dead
 // letters (deletion, purge, replay).
 type Messages struct {

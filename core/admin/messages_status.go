@@ -6,7 +6,7 @@ import (
 	"github.com/queen-go/queen/ports"
 )
 
-// The statuses of a message (api.md §5.8), spelled as on the wire.
+// The statuses of a message (docs/api.md §5.8), spelled as on the wire.
 const (
 	StatusPending    = "pending"
 	StatusProcessing = "processing"
@@ -74,7 +74,7 @@ type MessageState struct {
 }
 
 // stateOf computes a message's state from its partition's cursors, by the rule the
-// resource counts use (api.md §5.7): the governing groups are the named groups with a
+// resource counts use (docs/api.md §5.7): the governing groups are the named groups with a
 // cursor on the partition, or the queue-mode group when no named group has one.
 //
 //   - dead_letter: some group moved the message to the dead-letter queue (dead); it wins

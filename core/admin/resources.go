@@ -19,7 +19,7 @@ type ResourcesOptions struct {
 	// [MaxLimit: every queue, as Queen lists them, up to the clamp].
 	QueuesLimit int
 	// StatusQueuesLimit is the page size of GET /api/v1/status/queues without a limit,
-	// and the number of queues GET /api/v1/status lists [100, api.md §5.11].
+	// and the number of queues GET /api/v1/status lists [100, docs/api.md §5.11].
 	StatusQueuesLimit int
 	// PartitionsLimit is the number of partitions a queue detail or depth read lists
 	// without a limit [1000].
@@ -92,7 +92,7 @@ type PeersState struct {
 	Sent, Received, Dropped, Batches, Failures uint64
 }
 
-// Resources is the admin API's read side of queues (api.md §5.7, §5.11, §5.12's shared
+// Resources is the admin API's read side of queues (docs/api.md §5.7, §5.11, §5.12's shared
 // state): listings and details of queues and partitions, their depth, the namespaces and
 // tasks, the system overview and the status routes.
 //

@@ -14,7 +14,7 @@ import (
 	"github.com/queen-go/queen/ports"
 )
 
-// Bounds and defaults of the trace routes (api.md §5.10).
+// Bounds and defaults of the trace routes (docs/api.md §5.10).
 const (
 	DefaultTraceEventType  = "info"
 	DefaultTracesByName    = 100  // page of GET /api/v1/traces/by-name/{name}
@@ -36,7 +36,7 @@ type TracesOptions struct {
 	Logger      *slog.Logger
 }
 
-// Traces records and reads the trace events consumers attach to messages (api.md
+// Traces records and reads the trace events consumers attach to messages (docs/api.md
 // §5.10). Traces expire with their queue's messages (TraceLifetime).
 type Traces struct {
 	store ports.TraceStore

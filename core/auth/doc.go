@@ -1,4 +1,4 @@
-// Package auth is the broker's authentication and authorization (api.md §3): it turns
+// Package auth is the broker's authentication and authorization (docs/api.md §3): it turns
 // a bearer token into a Principal (the token's subject and roles) and says which roles
 // may call a route of a given access level.
 //
@@ -20,7 +20,7 @@
 //     default); iss and aud are checked when configured (aud may be a string or an
 //     array).
 //   - Every rejection is one of the sentinel errors of errors.go, whose texts are the
-//     bodies api.md specifies. Error texts never contain the token or any part of it,
+//     bodies docs/api.md specifies. Error texts never contain the token or any part of it,
 //     so they may be logged.
 //
 // # Roles and levels

@@ -5,13 +5,13 @@ import (
 )
 
 // Rejection is a refusal whose text is the body the client reads ({"error": text}),
-// capitalized as api.md §3 words it.
+// capitalized as docs/api.md §3 words it.
 type Rejection string
 
 func (r Rejection) Error() string { return string(r) }
 
-// The rejections, each with the exact text api.md §3 gives the client. ErrNoExpiry and
-// ErrBadClaims are ours: api.md makes exp optional and does not name claims of the
+// The rejections, each with the exact text docs/api.md §3 gives the client. ErrNoExpiry and
+// ErrBadClaims are ours: docs/api.md makes exp optional and does not name claims of the
 // wrong type.
 var (
 	ErrNoToken        error = Rejection("Authentication required")

@@ -2,7 +2,7 @@ package auth
 
 import "context"
 
-// Level is the access level of a route (api.md §3).
+// Level is the access level of a route (docs/api.md §3).
 type Level uint8
 
 // The levels. The zero value is not a level: it grants nothing.
@@ -50,7 +50,7 @@ func Roles(rs ...Role) RoleSet {
 // Has reports whether r is in the set.
 func (s RoleSet) Has(r Role) bool { return s&RoleSet(r) != 0 }
 
-// grants is the level -> role-set table of api.md §3: role sets, not a ladder. A
+// grants is the level -> role-set table of docs/api.md §3: role sets, not a ladder. A
 // write-only token reaches WRITE_ONLY routes only, a read-only token READ_ONLY routes
 // only; neither reaches READ_WRITE.
 var grants = map[Level]RoleSet{

@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// TestGranted is api.md §3's table: role sets, not a ladder.
+// TestGranted is docs/api.md §3's table: role sets, not a ladder.
 func TestGranted(t *testing.T) {
 	t.Parallel()
 	type row struct{ admin, rw, ro, wo, none bool }

@@ -186,7 +186,7 @@ type header struct {
 
 // Verify checks token (without its "Bearer " prefix) and returns its principal. A
 // rejection wraps one of the sentinel errors: ErrNoToken for an empty token, the
-// api.md §3 kinds for a bad one, ErrNoSecret when an HS token meets a server without a
+// docs/api.md §3 kinds for a bad one, ErrNoSecret when an HS token meets a server without a
 // secret (auto), ErrKeysUnavailable when the key set cannot be fetched.
 func (v *Verifier) Verify(ctx context.Context, token string) (Principal, error) {
 	if token == "" {

@@ -299,7 +299,7 @@ func TestVerify(t *testing.T) {
 
 func unauthorizedOrNot(err error) bool { return IsUnauthorized(err) }
 
-// TestRejectionTexts: clients read these exact bodies (api.md §3).
+// TestRejectionTexts: clients read these exact bodies (docs/api.md §3).
 func TestRejectionTexts(t *testing.T) {
 	t.Parallel()
 	want := map[error]string{

@@ -25,7 +25,7 @@ type AckInput struct {
 	Error         string
 }
 
-// NormalizeStatus maps a wire status onto the four statuses (api.md §5.3): absent and
+// NormalizeStatus maps a wire status onto the four statuses (docs/api.md §5.3): absent and
 // completed/success/acked/ok are completed; retry and dlq are themselves; anything else,
 // including another letter case, is failed.
 func NormalizeStatus(s string) ports.AckStatus {
@@ -85,7 +85,7 @@ func (in AckInput) Item() (ports.AckItem, error) {
 	}, nil
 }
 
-// NotApplied is the error of an item the store did not take (api.md §5.3): its lease
+// NotApplied is the error of an item the store did not take (docs/api.md §5.3): its lease
 // expires and what it covered is delivered again.
 const NotApplied = "ack flush failed; lease will expire and redeliver"
 

@@ -19,7 +19,7 @@ import (
 	"github.com/queen-go/queen/ports"
 )
 
-// Options tunes a Service; zero values take the defaults in brackets (api.md §6.2).
+// Options tunes a Service; zero values take the defaults in brackets (docs/api.md §6.2).
 type Options struct {
 	Sealer         *envelope.Sealer // opens encrypted payloads; nil = delivered as stored
 	Waker          *Waker           // [NewWaker()] parked pops wait on it; it hears of commits

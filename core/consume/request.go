@@ -24,9 +24,9 @@ func inputErrorf(format string, args ...any) *InputError {
 // ErrDiscoveryRequired refuses a pop that names neither a queue nor a namespace or task.
 var ErrDiscoveryRequired = errors.New("namespace or task is required")
 
-// MaxBatch caps a pop's batch: a larger one is served as MaxBatch (faults.md §6.5 #18,
+// MaxBatch caps a pop's batch: a larger one is served as MaxBatch (docs/reliability.md bad input #18,
 // the clamp). A pop may always deliver fewer messages than its batch, so the clamp
-// keeps Queen's wire contract (design.md §9) where a 400 would not, and it bounds what
+// keeps Queen's wire contract (docs/design.md "Decisions") where a 400 would not, and it bounds what
 // one pop decodes and holds in memory.
 const MaxBatch = 10000
 
@@ -47,7 +47,7 @@ type PopQuery struct {
 	AutoAck          bool
 	Wait             bool          // long poll
 	Timeout          time.Duration // long-poll deadline; TimeoutDefault = Options.DefaultTimeout
-	// SubscriptionMode and SubscriptionFrom are the wire values (api.md §5.2): they
+	// SubscriptionMode and SubscriptionFrom are the wire values (docs/api.md §5.2): they
 	// decide where a named group that never read the queue starts.
 	SubscriptionMode, SubscriptionFrom string
 	// HasSubscriptionMode reports that the query named a mode, even an empty one.
@@ -136,7 +136,7 @@ func (s *Service) subscription(q PopQuery, req *ports.PopRequest) error {
 	return nil
 }
 
-// isNewMode reports the spellings of subscriptionMode that mean new (api.md §5.2);
+// isNewMode reports the spellings of subscriptionMode that mean new (docs/api.md §5.2);
 // anything else means all.
 func isNewMode(m string) bool {
 	switch m {

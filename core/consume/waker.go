@@ -19,7 +19,7 @@ import (
 // A pop that was woken but did not use the wake (its client left, or it had claimed
 // something by itself meanwhile) hands it on to the next pop of its group, so a wake is
 // never lost to a pop that will not look. Parked pops re-check on their own backoff
-// anyway (api.md §5.2): a lost wake costs latency, never a message.
+// anyway (docs/api.md §5.2): a lost wake costs latency, never a message.
 type Waker struct {
 	mu     sync.Mutex
 	queues map[string][]*waiter

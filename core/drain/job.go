@@ -111,7 +111,7 @@ func (j *Job) drainDir(ctx context.Context, dir string, deadline time.Time) (Dir
 			j.opts.Logger.Error("drain: close spool", "dir", dir, "err", err)
 		}
 	}()
-	// Push maintenance pauses the brokers' drains (api.md §5.12): the database is being
+	// Push maintenance pauses the brokers' drains (docs/api.md §5.12): the database is being
 	// worked on and takes no pushes, replayed ones included. Flags that cannot be read
 	// do not stop the drain: it copes with a database that is away.
 	if flags, err := j.state.Flags(ctx); err == nil && flags[ports.MaintenancePush] {

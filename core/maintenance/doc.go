@@ -1,4 +1,4 @@
-// Package maintenance holds the broker-wide maintenance flags (api.md §5.12): push
+// Package maintenance holds the broker-wide maintenance flags (docs/api.md §5.12): push
 // maintenance (every push is spooled and answered buffered; the spool drain pauses) and
 // pop maintenance (every pop answers 204).
 //

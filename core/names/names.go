@@ -35,7 +35,7 @@ func controlAt(s string) int {
 	return -1
 }
 
-// MaxTransactionIDBytes is the longest transactionId accepted on push (api.md §1).
+// MaxTransactionIDBytes is the longest transactionId accepted on push (docs/api.md §1).
 const MaxTransactionIDBytes = 65535
 
 // CheckTransactionID applies the transactionId rule: at most 65535 bytes, no control

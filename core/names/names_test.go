@@ -59,7 +59,7 @@ func TestCheckTransactionID(t *testing.T) {
 	}
 }
 
-// FuzzCheck holds the name rule of design.md §9 (faults.md §6.5 #30): Check never
+// FuzzCheck holds the name rule of docs/design.md "Decisions" (docs/reliability.md bad input #30): Check never
 // panics, and it accepts exactly the names that are valid UTF-8, 1 to 255 bytes long and
 // free of control characters (C0, DEL and C1), judged here rune by rune without Check's
 // code.

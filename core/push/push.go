@@ -87,7 +87,7 @@ func Validate(items []Item) error {
 		}
 		// JSON is UTF-8 (RFC 8259 §8.1), but encoding/json's scanner lets any byte
 		// through inside a string: a payload with invalid bytes would be stored as is
-		// and delivered as JSON no client decodes alike (faults.md §6.5 #10).
+		// and delivered as JSON no client decodes alike (docs/reliability.md bad input #10).
 		if !utf8.Valid(it.Payload) {
 			return &InputError{Index: i, Field: "payload", Msg: "is not valid UTF-8"}
 		}
@@ -103,7 +103,7 @@ type Options struct {
 	Logger     *slog.Logger
 	NewID      func() [16]byte // [UUIDv7]
 
-	// Transactions and Codec enable Transaction (api.md §5.4).
+	// Transactions and Codec enable Transaction (docs/api.md §5.4).
 	Transactions ports.TransactionStore
 	Codec        *segment.Codec
 	// Commits, when set, hears of every segment a transaction committed.
@@ -131,7 +131,7 @@ type Service struct {
 
 	// A full or failing spool disk fails every push of an outage: one error line per
 	// spoolLogEvery (with the count of the failures in between) says so without flooding
-	// the log (faults.md F9).
+	// the log (docs/reliability.md F9).
 	spoolLog     rate.Sometimes
 	spoolLogSkip atomic.Int64
 }

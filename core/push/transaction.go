@@ -14,7 +14,7 @@ import (
 	"github.com/queen-go/queen/ports"
 )
 
-// TxnOp is one operation of a transaction (api.md §5.4): a push of one item or an ack.
+// TxnOp is one operation of a transaction (docs/api.md §5.4): a push of one item or an ack.
 type TxnOp struct {
 	Push *TxnPush // exactly one of Push and Ack is set
 	Ack  *consume.AckInput
@@ -123,7 +123,7 @@ type txnLoc struct{ op, frame int }
 
 // txnSegments builds one segment per (queue, partition), frames in request order. A
 // repeated transactionId in the same partition is stored once; its repeats report
-// duplicate with the first message's id (api.md §5.4).
+// duplicate with the first message's id (docs/api.md §5.4).
 func (s *Service) txnSegments(ctx context.Context, tenant, producerSub string, ops []TxnOp, out []TxnResult) ([]ports.Segment, [][]txnLoc, error) {
 	type seg struct {
 		frames []segment.Frame

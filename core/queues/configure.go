@@ -26,12 +26,12 @@ type Request struct {
 	// Mode is ModeMerge (also when "") or ModeReplace; anything else is refused, and
 	// quoted in the error as given.
 	Mode string
-	// Options maps option names (api.md §5.6) to their JSON values; JSON null resets an
+	// Options maps option names (docs/api.md §5.6) to their JSON values; JSON null resets an
 	// option to its default. Unknown names are ignored, as Queen ignores them.
 	Options map[string]json.RawMessage
 }
 
-// Clamping bounds and sink rules of api.md §5.6.
+// Clamping bounds and sink rules of docs/api.md §5.6.
 const (
 	MaxMinPopWaitTime              = 60000
 	MinRetentionSinkHoldMaxSeconds = 60
@@ -44,7 +44,7 @@ const MaxDelaySeconds = 365 * 24 * 3600
 
 // bounds is the range of an integer option. A value outside it is refused with an
 // *InputError naming the option, or clamped into it when clamp is set (the two
-// options Queen clamps, api.md §5.6). Every bound lies within the int32 column.
+// options Queen clamps, docs/api.md §5.6). Every bound lies within the int32 column.
 type bounds struct {
 	lo, hi int
 	clamp  bool
@@ -72,7 +72,7 @@ type option struct {
 	b     bounds
 }
 
-// Options lists the 21 options in the order of api.md §5.6.
+// Options lists the 21 options in the order of docs/api.md §5.6.
 var options = []option{
 	{"namespace", ports.OptNamespace, func(c *ports.QueueConfig) any { return &c.Namespace }, notInt},
 	{"task", ports.OptTask, func(c *ports.QueueConfig) any { return &c.Task }, notInt},
@@ -108,7 +108,7 @@ func IsOption(name string) bool {
 }
 
 // Defaults returns the configuration a queue named name gets when nothing is configured
-// (api.md §5.6): a dotted name "ns.task..." defaults namespace and task to its first two
+// (docs/api.md §5.6): a dotted name "ns.task..." defaults namespace and task to its first two
 // parts, as when a push creates the queue.
 func Defaults(name string) ports.QueueConfig {
 	c := ports.QueueConfig{Name: name, QueueOptions: ports.QueueOptions{
@@ -141,7 +141,7 @@ func (s *Service) Configure(ctx context.Context, tenant string, req Request) (po
 // new queue (defaults overlaid with the request) and the set of options an existing
 // queue takes from it. It returns an *InputError for a request it refuses.
 func Resolve(req Request) (ports.QueueConfig, ports.QueueOption, error) {
-	// Queen takes the empty name here (api.md §1), but no push or pop can name that
+	// Queen takes the empty name here (docs/api.md §1), but no push or pop can name that
 	// queue (names.Check refuses it there too): it would only ever be an empty row.
 	if err := names.Check(req.Queue); err != nil {
 		return ports.QueueConfig{}, 0, inputErrorf("", "queue %v", err)

@@ -116,7 +116,7 @@ func TestDefaults(t *testing.T) {
 	want := ports.QueueConfig{Name: "q", QueueOptions: ports.QueueOptions{LeaseTime: 300, RetryLimit: 3, RetryDelay: 1000,
 		TTL: 3600, DeadLetterQueue: true, DLQAfterMaxRetries: true, DedupWindowSeconds: 3600, RetentionSinkHoldMaxSeconds: 604800}}
 	if d != want {
-		t.Fatalf("defaults %+v, want %+v (api.md §5.6)", d, want)
+		t.Fatalf("defaults %+v, want %+v (docs/api.md §5.6)", d, want)
 	}
 }
 

@@ -1,4 +1,4 @@
-// Package queues is the queue administration use case: configure (api.md §5.6), queue
+// Package queues is the queue administration use case: configure (docs/api.md §5.6), queue
 // deletion (§5.7) and the dead-letter listing (§5.8).
 //
 // Configure validates every option it is given (type, int32 range, clamping of

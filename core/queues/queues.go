@@ -48,7 +48,7 @@ type InputError struct {
 	// Option is the option at fault ("" when the request as a whole is).
 	Option string
 	// Invalid asks for the option to be named in the answer's "invalid" key (the
-	// retention sink options, api.md §5.6).
+	// retention sink options, docs/api.md §5.6).
 	Invalid bool
 	Msg     string
 }

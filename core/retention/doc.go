@@ -1,4 +1,4 @@
-// Package retention runs the broker's retention and housekeeping cycle (api.md §5.6,
+// Package retention runs the broker's retention and housekeeping cycle (docs/api.md §5.6,
 // §6.4): it removes messages past their queue's retention rules, hash sidecar rows past
 // the dedup resolution window, dead letters and traces past their lifetime, and
 // partitions that have held nothing for a long time.

@@ -65,7 +65,7 @@ func startBroker(t testing.TB, db string, env map[string]string) *brokerProc {
 
 // startBrokerTmpfs is startBroker with the spool directory on a tmpfs of size bytes
 // (mount's size=, e.g. "512k") that only the broker's process sees: a small disk that
-// fills (faults.md F9). It needs root and unshare (util-linux); the test skips without
+// fills (docs/reliability.md F9). It needs root and unshare (util-linux); the test skips without
 // them. The tmpfs lives as long as the process: a restart starts on an empty spool.
 func startBrokerTmpfs(t testing.TB, db string, env map[string]string, size string) *brokerProc {
 	if size != "" {

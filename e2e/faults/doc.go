@@ -1,4 +1,4 @@
-// Package faults proves the broker's promises while things break (faults.md): nothing
+// Package faults proves the broker's promises while things break (docs/reliability.md): nothing
 // answered queued, buffered or duplicate is ever lost, each partition stays in order
 // (also across a PostgreSQL outage and a spool replay), a duplicate is stored once.
 //
@@ -11,7 +11,7 @@
 //     children only). Each scenario gets a database of its own.
 //   - The broker: cmd/server built with -race by TestMain and run as a process, so
 //     SIGKILL and SIGTERM are real; restarts keep its port, database and spool directory.
-//   - The load (bench/load.StartFaultLoad with L1): faults.md's L1 shape at a rate CI's two
+//   - The load (bench/load.StartFaultLoad with L1): docs/reliability.md's L1 shape at a rate CI's two
 //     cores allow.
 //     Producers own their partitions, so a partition's sequence is well defined; the
 //     payload is {"p", "seq"} and the transaction id "<run>:<partition>:<seq>"; a push
@@ -33,7 +33,7 @@
 // control, F1 and F3; targeted_test.go the faults of make test that need no load or
 // check more than the verifier (F9, F11, F12, F14, F16, F17, F22); l2_test.go L2, whose
 // copiers are this test binary re-executed (QUEEN_FAULTS_COPIER), so that kill -9 is
-// real; matrix_test.go the rest of faults.md's matrix, which only make faults runs.
+// real; matrix_test.go the rest of docs/reliability.md's matrix, which only make faults runs.
 // docs/reliability.md holds the table of a whole run and what the runs found.
 //
 // TestMain prints the table of every scenario that ran (fault, acknowledged, delivered,

@@ -10,7 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// invariant is one database-side check of faults.md §6.2, run straight against
+// invariant is one database-side check of the verifier in docs/reliability.md, run straight against
 // PostgreSQL after the drain: a query returning the number of violations and, for the
 // failure message, a sample of them.
 type invariant struct {

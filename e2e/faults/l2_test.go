@@ -93,7 +93,7 @@ func (c *copier) kill() {
 	<-c.done
 }
 
-// TestFaultL2TransactionalCopy: faults.md's L2. Four copier processes move l2-in to
+// TestFaultL2TransactionalCopy: docs/reliability.md's L2. Four copier processes move l2-in to
 // l2-out with one transaction per batch (ack in, push out, same transaction ids);
 // copiers are killed three times and the broker twice along the way. At the end l2-out
 // holds l2-in exactly: the same messages, none twice, each partition in the same order.

@@ -13,7 +13,7 @@ import (
 	"go.uber.org/goleak"
 )
 
-// fullEnv selects the whole matrix at faults.md's sizes (make faults); without it the
+// fullEnv selects the whole matrix at docs/reliability.md's sizes (make faults); without it the
 // scenarios run smaller and shorter, to fit CI.
 const fullEnv = "QUEEN_FAULTS_FULL"
 
@@ -63,7 +63,7 @@ func run(m *testing.M) int {
 	return code
 }
 
-// sized picks a scenario's figure: ci in make test, plan (faults.md's own size) when the
+// sized picks a scenario's figure: ci in make test, plan (docs/reliability.md's own size) when the
 // whole matrix runs.
 func sized[T any](ci, plan T) T {
 	if os.Getenv(fullEnv) != "" {

@@ -307,8 +307,8 @@ func TestFaultF13DisconnectAfterClaim(t *testing.T) {
 }
 
 // TestFaultF15LeaseExtend: a lease extended every second for 10 s is not redelivered;
-// an extend after it expired revives nothing. api.md §5.5 answers 200 with
-// success:false and renewed 0 there (the wire contract; faults.md's row suggests 409/404).
+// an extend after it expired revives nothing. docs/api.md §5.5 answers 200 with
+// success:false and renewed 0 there (the wire contract; docs/reliability.md's row suggests 409/404).
 func TestFaultF15LeaseExtend(t *testing.T) {
 	fullOnly(t)
 	_, _, a := setup(t, nil)
@@ -447,12 +447,12 @@ func TestFaultF20ColdPartitionStorm(t *testing.T) {
 
 // TestFaultF8LongTransaction: a session holds its snapshot (BEGIN; SELECT
 // txid_current(); then idle) while the load runs, so vacuum cannot remove what the
-// broker's updates leave behind. Informational, as faults.md's row: nothing may fail,
+// broker's updates leave behind. Informational, as docs/reliability.md's row: nothing may fail,
 // the row reports how pop-to-ack latency and the hot tables' dead tuples moved, and the
 // broker's queen_pg_oldest_xact_age_seconds must show the transaction.
 func TestFaultF8LongTransaction(t *testing.T) {
 	fullOnly(t)
-	hold := 2 * time.Minute // faults.md: 10 min; 2 keep the matrix within half an hour
+	hold := 2 * time.Minute // docs/reliability.md: 10 min; 2 keep the matrix within half an hour
 	runScenario(t, scenario{name: "F8 transaction holding xmin (2 min, informational)", cfg: load.L1("f8", ciRate),
 		warm: 30 * time.Second, after: 10 * time.Second, inject: func(t *testing.T, f *faultRun) time.Duration {
 			dead := func() int64 {
@@ -475,7 +475,7 @@ func TestFaultF8LongTransaction(t *testing.T) {
 			defer cancel()
 			held := make(chan error, 1)
 			go func() { held <- holdSnapshot(ctx, f.db, hold) }()
-			// Halfway, the broker's gauge must show the transaction (faults.md's row asks
+			// Halfway, the broker's gauge must show the transaction (docs/reliability.md's row asks
 			// for one): about hold/2 old, at least a quarter of hold.
 			time.Sleep(hold / 2)
 			age, err := f.broker.metric(context.Background(), "queen_pg_oldest_xact_age_seconds")
@@ -494,7 +494,7 @@ func TestFaultF8LongTransaction(t *testing.T) {
 		}})
 }
 
-// TestFaultF19Overload: faults.md's L4. The consumers can take about two thirds of what
+// TestFaultF19Overload: docs/reliability.md's L4. The consumers can take about two thirds of what
 // the producers push (each pauses after every batch) for two minutes, then the producers
 // stop: no push fails, the broker's memory stays bounded, and the backlog drains to 0.
 func TestFaultF19Overload(t *testing.T) {

@@ -13,7 +13,7 @@ import (
 	"github.com/queen-go/queen/bench/load"
 )
 
-// TestFaultF16DuplicateRetries: faults.md F16 (a)-(f), one queue per case.
+// TestFaultF16DuplicateRetries: docs/reliability.md F16 (a)-(f), one queue per case.
 func TestFaultF16DuplicateRetries(t *testing.T) {
 	_, b, a := setup(t, nil)
 	pass := true
@@ -365,7 +365,7 @@ func TestFaultF12DisconnectMidLongPoll(t *testing.T) {
 	a.push(items...)
 	began := time.Now()
 	got := map[string]bool{}
-	// faults.md: within 2 s (make faults); CI's shared cores get 10 s, still far below the
+	// docs/reliability.md: within 2 s (make faults); CI's shared cores get 10 s, still far below the
 	// 30 s an abandoned poll's lease would hold the messages.
 	for len(got) < 100 && time.Since(began) < sized(10*time.Second, 2*time.Second) {
 		if p := a.pop("f12?batch=100&partitions=10&consumerGroup=g&wait=true&timeout=500"); p != nil {

@@ -55,7 +55,7 @@ func QueueAdmin(t *testing.T, newFixture func(t *testing.T) QueueAdminFixture) {
 	}
 }
 
-// optionFields maps every option of api.md §5.6 to the field it sets.
+// optionFields maps every option of docs/api.md §5.6 to the field it sets.
 var optionFields = []struct {
 	opt  ports.QueueOption
 	name string

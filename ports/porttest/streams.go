@@ -243,7 +243,7 @@ func testStreamAckRefused(k kit) {
 }
 
 // testStreamCursorOnly: a completed ack on a partition the group has no cursor on
-// (never popped there) inserts one at the acked message, without a lease (streams.md
+// (never popped there) inserts one at the acked message, without a lease (docs/streams.md
 // §3.2, 6.5); an ack of a message the partition does not hold, or naming a lease, still
 // rolls back.
 func testStreamCursorOnly(k kit) {
