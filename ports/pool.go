@@ -1,6 +1,9 @@
 package ports
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // PoolStat is a reading of the database connection pool, as GET /metrics exports it.
 // The PostgreSQL adapter's reading is pgxpool's Stat, which satisfies it as is.
@@ -15,4 +18,9 @@ type PoolStat interface {
 	CanceledAcquireCount() int64         // acquires given up (context cancelled or timed out)
 	AcquireDuration() time.Duration      // total time successful acquires took
 	EmptyAcquireWaitTime() time.Duration // total time acquires waited for a connection
+}
+
+// Pinger checks that the database answers.
+type Pinger interface {
+	Ping(ctx context.Context) error
 }

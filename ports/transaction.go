@@ -1,6 +1,9 @@
 package ports
 
-import "context"
+import (
+	"context"
+	"fmt"
+)
 
 // TransactionStore commits pushes and acks atomically (docs/api.md §5.4).
 type TransactionStore interface {
@@ -20,3 +23,11 @@ type RollbackError struct {
 }
 
 func (e *RollbackError) Error() string { return e.Msg }
+
+// PlainRefusal is the rollback of a store transaction (a transaction, a streams cycle)
+// with a segment answered SegmentEncrypted: all or nothing, as for any other refusal.
+func PlainRefusal(sg Segment) *RollbackError {
+	return &RollbackError{Reason: "encryption", Msg: fmt.Sprintf(
+		"queue %q has encryptionEnabled and a payload for it was not encrypted (this broker's flag was stale); nothing was applied",
+		sg.Queue)}
+}

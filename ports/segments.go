@@ -2,14 +2,8 @@ package ports
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"time"
 )
-
-// DefaultTenant is the tenant of every queue while tenancy is off. Every in-memory key
-// already carries the tenant, so turning tenancy on later changes no data structure.
-const DefaultTenant = "00000000-0000-0000-0000-000000000001"
 
 // Segment is one partition's share of a fusion bundle: Count frames packed into Blob
 // (layout in core/segment) with their transaction-id hashes in Hashes (16 bytes per
@@ -44,14 +38,6 @@ const (
 	// stale flag: it seals the frames and pushes again, or refuses them.
 	SegmentEncrypted
 )
-
-// PlainRefusal is the rollback of a store transaction (a transaction, a streams cycle)
-// with a segment answered SegmentEncrypted: all or nothing, as for any other refusal.
-func PlainRefusal(sg Segment) *RollbackError {
-	return &RollbackError{Reason: "encryption", Msg: fmt.Sprintf(
-		"queue %q has encryptionEnabled and a payload for it was not encrypted (this broker's flag was stale); nothing was applied",
-		sg.Queue)}
-}
 
 // Dup names one incoming frame (Index, in segment frame order) and the absolute offset
 // of its original occurrence.
@@ -109,25 +95,3 @@ type HashedSegment struct {
 	CreatedAt  time.Time
 	Hashes     []byte // 16 bytes per frame, frame order
 }
-
-// QueueSettings answers per-queue questions the push path needs.
-type QueueSettings interface {
-	// EncryptionEnabled reports whether new payloads of the queue must be encrypted;
-	// false for a queue that does not exist yet.
-	EncryptionEnabled(ctx context.Context, tenant, queue string) (bool, error)
-}
-
-// Pinger checks that the database answers.
-type Pinger interface {
-	Ping(ctx context.Context) error
-}
-
-// Sentinel errors adapters translate their failures into.
-var (
-	// ErrUnavailable: the database could not be reached or the pool is exhausted.
-	ErrUnavailable = errors.New("database unavailable")
-	// ErrTimeout: a statement exceeded its timeout and was cancelled.
-	ErrTimeout = errors.New("statement timeout")
-	// ErrInvalid: the store rejected the input as malformed (a broker bug, not a client one).
-	ErrInvalid = errors.New("invalid input")
-)
