@@ -33,6 +33,10 @@ var technologies = map[string]string{
 	"github.com/lestrrat-go/":        "adapters/jwks",
 }
 
+// sharedAdapter is the one package the adapters share: the translation of PostgreSQL's
+// errors (SQLSTATEs) that both PostgreSQL adapters use. It names no driver.
+const sharedAdapter = module + "/adapters/pgerr"
+
 // imports lists, per package directory under root, the imports of its non-test Go
 // files (and of its tests too, with tests).
 func imports(t *testing.T, root string, tests ...bool) map[string][]string {
@@ -102,8 +106,11 @@ func TestDependencyRule(t *testing.T) {
 	for dir, imps := range imports(t, "adapters") {
 		own := strings.Join(strings.Split(dir, "/")[:2], "/") // adapters/<name>
 		for _, p := range imps {
-			if hasPrefix(p, module+"/adapters") && !hasPrefix(p, module+"/"+own) {
+			if hasPrefix(p, module+"/adapters") && !hasPrefix(p, module+"/"+own, sharedAdapter) {
 				t.Errorf("%s imports %s: adapters never import each other", dir, p)
+			}
+			if own == "adapters/pgerr" && !isStd(p) && p != module+"/ports" {
+				t.Errorf("%s imports %s: %s is shared by the adapters, it may import only ports and the standard library", dir, p, sharedAdapter)
 			}
 			if hasPrefix(p, module) && !hasPrefix(p, module+"/ports", module+"/core", module+"/schema", module+"/adapters") {
 				t.Errorf("%s imports %s: adapters import only ports, core and schema of this module", dir, p)

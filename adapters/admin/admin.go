@@ -4,13 +4,13 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
 	"log/slog"
 	"time"
 
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect/pgdialect"
 
+	"github.com/queen-go/queen/adapters/pgerr"
 	"github.com/queen-go/queen/core/loglimit"
 	"github.com/queen-go/queen/ports"
 )
@@ -95,47 +95,20 @@ func inTx(ctx context.Context, c bun.Conn, fn func(bun.Tx) error) error {
 	return tx.Commit()
 }
 
-// sqlState returns the SQLSTATE of a PostgreSQL error ("" for other errors). The driver's
-// error type is not named here (no pgx in this package): it exposes SQLState().
+// sqlState returns the SQLSTATE of a PostgreSQL error ("" for other errors).
 func sqlState(err error) string {
-	var st interface{ SQLState() string }
-	if errors.As(err, &st) {
-		return st.SQLState()
-	}
-	return ""
+	code, _ := pgerr.SQLState(err)
+	return code
 }
 
 // retryable reports a transaction PostgreSQL aborted to resolve a conflict with another
 // (deadlock, serialization failure): running it again may succeed.
-func retryable(err error) bool {
-	s := sqlState(err)
-	return s == "40P01" || s == "40001"
-}
+func retryable(err error) bool { return pgerr.Retryable(err) }
 
-// translate maps a database error onto the ports sentinels, once, at the adapter edge.
-func translate(op string, err error) error {
-	if err == nil {
-		return nil
-	}
-	if s := sqlState(err); s != "" {
-		switch {
-		case s == "57014":
-			return fmt.Errorf("admin: %s: %w: %w", op, ports.ErrTimeout, err)
-		case s == "40P01" || s == "40001":
-			return fmt.Errorf("admin: %s: %w: %w", op, ports.ErrConflict, err)
-		case s == "22023" || s == "P0002":
-			return fmt.Errorf("admin: %s: %w: %w", op, ports.ErrInvalid, err)
-		case len(s) == 5 && (s[:2] == "08" || s[:2] == "53" || s[:2] == "57" || s[:2] == "58"):
-			return fmt.Errorf("admin: %s: %w: %w", op, ports.ErrUnavailable, err)
-		}
-		return fmt.Errorf("admin: %s: %w", op, err)
-	}
-	switch {
-	case errors.Is(err, context.DeadlineExceeded):
-		return fmt.Errorf("admin: %s: %w: %w", op, ports.ErrTimeout, err)
-	case errors.Is(err, context.Canceled):
-		return fmt.Errorf("admin: %s: %w", op, err)
-	}
-	// Connection refused, reset, closed pool...: the database is not reachable.
-	return fmt.Errorf("admin: %s: %w: %w", op, ports.ErrUnavailable, err)
-}
+// translator maps the database's errors onto the ports sentinels, once, at the adapter
+// edge. Values are checked before they reach a statement: a data exception other than
+// our functions' own invalid_parameter_value is no client's mistake.
+var translator = pgerr.Translator{Adapter: "admin"}
+
+// translate is translator.Translate.
+func translate(op string, err error) error { return translator.Translate(op, err) }

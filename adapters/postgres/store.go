@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/queen-go/queen/adapters/pgerr"
 	"github.com/queen-go/queen/core/loglimit"
 	"github.com/queen-go/queen/ports"
 	"github.com/queen-go/queen/schema"
@@ -216,37 +217,13 @@ func isCancel(err error) bool {
 	return errors.As(err, &pgErr) && pgErr.Code == "57014"
 }
 
-// translate maps a database error onto the ports sentinels, once, at the adapter edge.
-func translate(op string, err error) error {
-	if err == nil {
-		return nil
-	}
-	var pgErr *pgconn.PgError
-	switch {
-	case errors.As(err, &pgErr):
-		switch {
-		case pgErr.Code == "57014":
-			return fmt.Errorf("postgres: %s: %w: %w", op, ports.ErrTimeout, err)
-		case pgErr.Code == "40P01" || pgErr.Code == "40001":
-			// Aborted for a concurrent transaction (deadlock, serialization): not an
-			// outage; running it again may succeed.
-			return fmt.Errorf("postgres: %s: %w: %w", op, ports.ErrConflict, err)
-		case pgErr.Code == "P0002" || (len(pgErr.Code) == 5 && pgErr.Code[:2] == "22"):
-			// Data the statement refused (class 22) or a row it needs that is not there.
-			return fmt.Errorf("postgres: %s: %w: %w", op, ports.ErrInvalid, err)
-		case len(pgErr.Code) == 5 && (pgErr.Code[:2] == "08" || pgErr.Code[:2] == "53" ||
-			pgErr.Code[:2] == "57" || pgErr.Code[:2] == "58"):
-			return fmt.Errorf("postgres: %s: %w: %w", op, ports.ErrUnavailable, err)
-		}
-		return fmt.Errorf("postgres: %s: %w", op, err)
-	case errors.Is(err, context.DeadlineExceeded):
-		return fmt.Errorf("postgres: %s: %w: %w", op, ports.ErrTimeout, err)
-	case errors.Is(err, context.Canceled):
-		return fmt.Errorf("postgres: %s: %w", op, err)
-	}
-	// Connection refused, reset, closed pool...: the database is not reachable.
-	return fmt.Errorf("postgres: %s: %w: %w", op, ports.ErrUnavailable, err)
-}
+// translator maps the database's errors onto the ports sentinels, once, at the adapter
+// edge. The hot path's statements take the clients' values: a data exception is the
+// request's (ErrInvalid).
+var translator = pgerr.Translator{Adapter: "postgres", DataExceptions: true}
+
+// translate is translator.Translate.
+func translate(op string, err error) error { return translator.Translate(op, err) }
 
 // OldestXactAge is how long the oldest transaction that holds back vacuum's horizon in
 // this database (one with an xid or a snapshot, of any client but this call) has been
