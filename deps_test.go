@@ -1,6 +1,7 @@
 package queen
 
 import (
+	"fmt"
 	"go/parser"
 	"go/token"
 	"io/fs"
@@ -37,15 +38,26 @@ var technologies = map[string]string{
 // errors (SQLSTATEs) that both PostgreSQL adapters use. It names no driver.
 const sharedAdapter = module + "/adapters/pgerr"
 
-// imports lists, per package directory under root, the imports of its non-test Go
-// files (and of its tests too, with tests).
-func imports(t *testing.T, root string, tests ...bool) map[string][]string {
+// files selects the Go files imports reads.
+type files int
+
+const (
+	codeFiles files = iota // non-test files
+	testFiles              // _test.go files
+	allFiles
+)
+
+// imports lists, per package directory under root, the imports of its files of the
+// kind which.
+func imports(t *testing.T, root string, which files) map[string][]string {
 	t.Helper()
-	withTests := len(tests) > 0 && tests[0]
 	out := make(map[string][]string)
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || (!withTests && strings.HasSuffix(path, "_test.go")) {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") {
 			return err
+		}
+		if isTest := strings.HasSuffix(path, "_test.go"); which == codeFiles && isTest || which == testFiles && !isTest {
+			return nil
 		}
 		if root == "." && filepath.Dir(path) != "." {
 			return nil // the root package only
@@ -83,7 +95,7 @@ func hasPrefix(p string, prefixes ...string) bool {
 // adapters never import each other, and each technology stays in its adapter.
 func TestDependencyRule(t *testing.T) {
 	t.Parallel()
-	for dir, imps := range imports(t, "ports") {
+	for dir, imps := range imports(t, "ports", codeFiles) {
 		for _, p := range imps {
 			switch {
 			case dir == "ports/porttest" || strings.HasPrefix(dir, "ports/porttest/"):
@@ -95,7 +107,7 @@ func TestDependencyRule(t *testing.T) {
 			}
 		}
 	}
-	for dir, imps := range imports(t, "core") {
+	for dir, imps := range imports(t, "core", codeFiles) {
 		for _, p := range imps {
 			if isStd(p) || hasPrefix(p, module+"/ports", module+"/core") || hasPrefix(p, pureLibraries...) {
 				continue
@@ -103,22 +115,60 @@ func TestDependencyRule(t *testing.T) {
 			t.Errorf("%s imports %s: core may import only ports, core, the standard library and %v", dir, p, pureLibraries)
 		}
 	}
-	for dir, imps := range imports(t, "adapters") {
-		own := strings.Join(strings.Split(dir, "/")[:2], "/") // adapters/<name>
+	for dir, imps := range imports(t, "adapters", codeFiles) {
 		for _, p := range imps {
-			if hasPrefix(p, module+"/adapters") && !hasPrefix(p, module+"/"+own, sharedAdapter) {
-				t.Errorf("%s imports %s: adapters never import each other", dir, p)
+			if err := adapterMayImport(dir, p); err != "" {
+				t.Errorf("%s imports %s: %s", dir, p, err)
 			}
-			if own == "adapters/pgerr" && !isStd(p) && p != module+"/ports" {
-				t.Errorf("%s imports %s: %s is shared by the adapters, it may import only ports and the standard library", dir, p, sharedAdapter)
+		}
+	}
+}
+
+// adapterMayImport says why adapter package dir may not import p ("" when it may).
+func adapterMayImport(dir, p string) string {
+	own := strings.Join(strings.Split(dir, "/")[:2], "/") // adapters/<name>
+	if hasPrefix(p, module+"/adapters") && !hasPrefix(p, module+"/"+own) {
+		return "adapters never import each other"
+	}
+	if hasPrefix(p, module) && !hasPrefix(p, module+"/ports", module+"/core", module+"/schema", module+"/adapters") {
+		return "adapters import only ports, core and schema of this module"
+	}
+	for lib, allowed := range technologies {
+		if hasPrefix(p, lib) && !hasPrefix(own, strings.Fields(allowed)...) {
+			return fmt.Sprintf("that technology belongs in %q only", allowed)
+		}
+	}
+	return ""
+}
+
+// testSupport are the packages any adapter's tests may import besides what its code
+// may: the throwaway PostgreSQL and the conformance suites.
+var testSupport = []string{module + "/adapters/pglocal/pgtest", module + "/ports/porttest", module + "/core/spool/spooltest"}
+
+// testPeers are the other adapters (and their technology) an adapter's tests may
+// import: adapters/admin and adapters/postgres are two adapters over one database, as
+// the broker wires them (the admin adapter runs on the postgres store's pool, reads and
+// changes the rows its hot path writes). Each runs the conformance suites of the ports
+// it implements with the other supplying the rest of that database: the admin suites
+// push, pop and ack through the postgres store; the RetentionStore suite of the postgres
+// store configures queues and reads what retention left through the admin adapter.
+var testPeers = map[string][]string{
+	"adapters/admin":    {module + "/adapters/postgres", "github.com/jackc/pgx/v5/stdlib"},
+	"adapters/postgres": {module + "/adapters/admin"},
+}
+
+// TestAdapterTestsDependencyRule: an adapter's tests import what its code may, the test
+// support packages, and the peers testPeers lists for it; nothing else of another adapter.
+func TestAdapterTestsDependencyRule(t *testing.T) {
+	t.Parallel()
+	for dir, imps := range imports(t, "adapters", testFiles) {
+		own := strings.Join(strings.Split(dir, "/")[:2], "/")
+		for _, p := range imps {
+			if hasPrefix(p, testSupport...) || hasPrefix(p, testPeers[own]...) {
+				continue
 			}
-			if hasPrefix(p, module) && !hasPrefix(p, module+"/ports", module+"/core", module+"/schema", module+"/adapters") {
-				t.Errorf("%s imports %s: adapters import only ports, core and schema of this module", dir, p)
-			}
-			for lib, allowed := range technologies {
-				if hasPrefix(p, lib) && !hasPrefix(own, strings.Fields(allowed)...) {
-					t.Errorf("%s imports %s: that technology belongs in %q only", dir, p, allowed)
-				}
+			if err := adapterMayImport(dir, p); err != "" {
+				t.Errorf("%s's tests import %s: %s (tests may add only %v and the peers listed in testPeers)", dir, p, err, testSupport)
 			}
 		}
 	}
@@ -130,7 +180,7 @@ func TestDependencyRule(t *testing.T) {
 // e2e/, port behaviour in ports/porttest, benchmarks in bench/.
 func TestRootOnlyWires(t *testing.T) {
 	t.Parallel()
-	for _, p := range imports(t, ".")["."] {
+	for _, p := range imports(t, ".", codeFiles)["."] {
 		if !isStd(p) && !hasPrefix(p, module, "github.com/google/wire") {
 			t.Errorf("the root package imports %s: it may import only the standard library, wire and this module", p)
 		}
@@ -164,7 +214,7 @@ var faultsAllowed = []string{module + "/adapters/pglocal", "github.com/jackc/pgx
 // TestE2EIsBlackBox: e2e/ speaks to the broker through its public API only.
 func TestE2EIsBlackBox(t *testing.T) {
 	t.Parallel()
-	found := imports(t, "e2e", true)
+	found := imports(t, "e2e", allFiles)
 	if len(found) == 0 {
 		t.Fatal("no Go files under e2e/: the black-box tests are missing")
 	}
