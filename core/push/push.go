@@ -2,11 +2,8 @@ package push
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
-	"sync"
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
@@ -171,25 +168,6 @@ func (s *Service) Stats() Stats {
 	return Stats{Requests: s.requests.Load(), Messages: s.messages.Load()}
 }
 
-// slot locates an item's verdict: frame frame of group group, or a follower of leader.
-// A leader refused before it reached a group has group -1.
-type slot struct {
-	group, frame int
-	leader       int
-}
-
-// smallPush bounds the requests whose per-item bookkeeping lives on the stack and whose
-// layer-1 leaders and groups are found by linear scans instead of maps: most pushes
-// carry a few items, and a single-message push is the broker's most frequent request.
-const smallPush = 8
-
-// groupKey is a group's partition and its frame count while a request is grouped.
-type groupKey struct {
-	queue, partition string
-	frames           int
-	given            bool // a frame carries a transaction id from the request (not minted)
-}
-
 // Push stores items (already validated) for tenant and returns one result per item in
 // order. producerSub is the authenticated producer ("" when authentication is off).
 func (s *Service) Push(ctx context.Context, tenant, producerSub string, items []Item) []Result {
@@ -212,58 +190,25 @@ func (s *Service) Push(ctx context.Context, tenant, producerSub string, items []
 	// While every push is spooled, expired flags are not read: the database may be away
 	// (each read would wait for it), and the replay reads them again anyway.
 	memo := s.opts.Encryption.Memo(ctx, !all)
-	var deferred map[int]bool // groups that may only be spooled: their flag is unknown (rare: allocated on use)
-	// First pass: each leader's frame, prepared for its queue, and its group (groups in
-	// order of first appearance, frames in body order).
 	var keyBuf [smallPush]groupKey
-	keys := keyBuf[:0]
-	var index map[[2]string]int // (queue, partition) -> group, once there are more than smallPush groups
-	for i, it := range items {
-		if slots[i].leader != i {
-			continue // a layer-1 follower: no frame of its own
-		}
-		r := &results[i]
-		f := segment.Frame{ID: r.MessageID, TransactionID: r.TransactionID, ProducerSub: producerSub, Payload: it.Payload}
-		err := memo.Seal(tenant, r.Queue, &f)
-		undecided := errors.Is(err, encryption.ErrFlagUnknown) && s.opts.Spool != nil
-		if err != nil && !undecided {
-			// Refused (encrypted queue without a key, or the seal failed): never stored.
-			r.Status, r.Err = StatusFailed, err
-			slots[i] = slot{group: -1, leader: i}
-			continue
-		}
-		var gi int
-		keys, index, gi = groupOf(keys, index, r.Queue, r.Partition)
-		if undecided {
-			// Spooled as pushed, never sent to the database: the replay reads the flag
-			// again and seals the payload, or refuses it, before anything is stored.
-			if deferred == nil {
-				deferred = make(map[int]bool)
-			}
-			deferred[gi] = true
-		}
-		slots[i] = slot{group: gi, frame: keys[gi].frames, leader: i}
-		keys[gi].frames++
-		keys[gi].given = keys[gi].given || it.TransactionID != ""
-		frames[i] = f
-	}
+	keys, deferred := s.prepare(memo, tenant, producerSub, items, results, slots, frames, keyBuf[:0])
 	// Second pass: the groups, with their frames, hashes and verdict slots.
 	groups, wg := newGroups(tenant, keys)
 	for i := range items {
 		sl := slots[i]
-		if sl.leader != i || sl.group < 0 {
+		if sl.leader != i || sl.at.group < 0 {
 			continue
 		}
-		g := groups[sl.group]
-		g.Frames[sl.frame] = frames[i]
-		g.Hashes[sl.frame] = dedup.Hash(results[i].TransactionID)
+		g := groups[sl.at.group]
+		g.Frames[sl.at.frame] = frames[i]
+		g.Hashes[sl.at.frame] = dedup.Hash(results[i].TransactionID)
 	}
-	spooled := s.divert(ctx, tenant, groups, all, deferred)
+	diverted, divertedAs := s.divert(ctx, tenant, groups, all, deferred)
 	fused := groups
-	if len(spooled) > 0 {
+	if !diverted.empty() {
 		fused = make([]*fusion.Group, 0, len(groups))
 		for gi, g := range groups {
-			if _, ok := spooled[[2]int{gi, 0}]; !ok { // a diverted group is spooled whole
+			if !diverted.has(gi) {
 				fused = append(fused, g)
 			}
 		}
@@ -272,28 +217,24 @@ func (s *Service) Push(ctx context.Context, tenant, producerSub string, items []
 	s.batcher.Submit(fused...) // together: one request's partitions can share a bundle
 	wg.Wait()
 	refused := s.resealRefused(ctx, tenant, groups)
-	if failed := s.spoolFailed(ctx, tenant, groups, spooled); len(failed) > 0 {
-		if spooled == nil {
-			spooled = failed
-		} else {
-			maps.Copy(spooled, failed)
-		}
-	}
+	spilled := s.spoolFailed(ctx, tenant, groups, diverted)
 
 	for i := range results {
 		sl := slots[i]
-		if sl.leader != i || sl.group < 0 {
+		if sl.leader != i || sl.at.group < 0 {
 			continue
 		}
-		if st, ok := spooled[[2]int{sl.group, sl.frame}]; ok {
-			results[i].Status = st // no partition id or offset yet: they come with the replay
-			continue
+		r := &results[i]
+		// A spooled frame has no partition id or offset yet: they come with the replay.
+		if diverted.has(sl.at.group) {
+			r.Status = divertedAs
+		} else if st, ok := spilled[sl.at]; ok {
+			r.Status = st
+		} else if err, ok := refused[sl.at]; ok {
+			r.Status, r.Err = StatusFailed, err // never stored (refused.go)
+		} else {
+			fill(r, groups[sl.at.group].Results[sl.at.frame])
 		}
-		if err, ok := refused[[2]int{sl.group, sl.frame}]; ok {
-			results[i].Status, results[i].Err = StatusFailed, err // never stored (refused.go)
-			continue
-		}
-		fill(&results[i], groups[sl.group].Results[sl.frame])
 	}
 	for i := range results {
 		if l := slots[i].leader; l != i {
@@ -301,202 +242,6 @@ func (s *Service) Push(ctx context.Context, tenant, producerSub string, items []
 		}
 	}
 	return results
-}
-
-// leaders sets each item's layer-1 leader (tenant, queue, partition, transactionId: the
-// first occurrence leads, dedup.Leaders) in slots, from the minted results.
-func leaders(tenant string, results []Result, slots []slot) {
-	if len(results) <= smallPush {
-		for i := range results {
-			r, j := &results[i], 0
-			for j < i && (results[j].TransactionID != r.TransactionID || results[j].Partition != r.Partition ||
-				results[j].Queue != r.Queue) {
-				j++
-			}
-			slots[i].leader = j
-		}
-		return
-	}
-	keys := make([]dedup.Key, len(results))
-	for i := range results {
-		r := &results[i]
-		keys[i] = dedup.Key{Tenant: tenant, Queue: r.Queue, Partition: r.Partition, TransactionID: r.TransactionID}
-	}
-	for i, l := range dedup.Leaders(keys) {
-		slots[i].leader = l
-	}
-}
-
-// groupOf returns the index of the group of (queue, partition) in keys, adding it when it
-// is new: a linear scan for the first smallPush groups, a map (index) beyond.
-func groupOf(keys []groupKey, index map[[2]string]int, queue, partition string) ([]groupKey, map[[2]string]int, int) {
-	if index == nil {
-		for gi := range keys {
-			if keys[gi].partition == partition && keys[gi].queue == queue {
-				return keys, nil, gi
-			}
-		}
-		if len(keys) < smallPush {
-			return append(keys, groupKey{queue: queue, partition: partition}), nil, len(keys)
-		}
-		index = make(map[[2]string]int, 2*smallPush)
-		for gi, k := range keys {
-			index[[2]string{k.queue, k.partition}] = gi
-		}
-	}
-	if gi, ok := index[[2]string{queue, partition}]; ok {
-		return keys, index, gi
-	}
-	index[[2]string{queue, partition}] = len(keys)
-	return append(keys, groupKey{queue: queue, partition: partition}), index, len(keys)
-}
-
-// single is the fusion group of a request with one frame to store (a single-message
-// push), with its frame, hash, verdict and wait group, in one allocation.
-type single struct {
-	g      fusion.Group
-	groups [1]*fusion.Group
-	frame  [1]segment.Frame
-	hash   [1][16]byte
-	result [1]fusion.Result
-	wg     sync.WaitGroup
-}
-
-// newGroups makes the fusion groups of keys, each with room for its frames, their
-// hashes and their verdicts, and the wait group their Done counts down: one allocation
-// for a single frame, six whatever the number of groups otherwise.
-func newGroups(tenant string, keys []groupKey) ([]*fusion.Group, *sync.WaitGroup) {
-	if len(keys) == 1 && keys[0].frames == 1 {
-		o := &single{}
-		o.g = fusion.Group{Tenant: tenant, Queue: keys[0].queue, Partition: keys[0].partition, Done: o.wg.Done,
-			Frames: o.frame[:], Hashes: o.hash[:], Results: o.result[:], Minted: !keys[0].given}
-		o.groups[0] = &o.g
-		return o.groups[:], &o.wg
-	}
-	total := 0
-	for _, k := range keys {
-		total += k.frames
-	}
-	wg := new(sync.WaitGroup)
-	arena := make([]fusion.Group, len(keys))
-	groups := make([]*fusion.Group, len(keys))
-	frames := make([]segment.Frame, total)
-	hashes := make([][16]byte, total)
-	verdicts := make([]fusion.Result, total)
-	off := 0
-	for gi, k := range keys {
-		end := off + k.frames
-		g := &arena[gi]
-		g.Tenant, g.Queue, g.Partition, g.Done, g.Minted = tenant, k.queue, k.partition, wg.Done, !k.given
-		// Full slice expressions: a group can never grow into its neighbour's frames.
-		g.Frames, g.Hashes, g.Results = frames[off:end:end], hashes[off:end:end], verdicts[off:end:end]
-		groups[gi] = g
-		off = end
-	}
-	return groups, wg
-}
-
-// divert spools, without trying the database, every group that must not go there now:
-// all of them (all: under push maintenance or while the database is known to be away),
-// any group whose partition still has spooled records (they must commit first, so the
-// partition keeps its order across the outage), and the deferred groups (their
-// encryption is decided at replay). It returns the status of every frame of the
-// diverted groups, keyed (group, frame): buffered, or failed when the spool write
-// failed; nil when none was diverted.
-func (s *Service) divert(ctx context.Context, tenant string, groups []*fusion.Group, all bool, deferred map[int]bool) map[[2]int]Status {
-	if s.opts.Spool == nil {
-		return nil
-	}
-	var refs [][2]int
-	for gi, g := range groups {
-		if all || deferred[gi] || s.opts.Spool.Pending(tenant, g.Queue, g.Partition) {
-			for k := range g.Frames {
-				refs = append(refs, [2]int{gi, k})
-			}
-		}
-	}
-	if len(refs) == 0 {
-		return nil
-	}
-	spooled := make(map[[2]int]Status, len(refs))
-	s.spoolFrames(ctx, tenant, groups, refs, spooled)
-	return spooled
-}
-
-// spoolFailed spools the frames of the groups sent to the database whose bundle failed
-// and returns their new status by (group, frame); nil when there are none.
-func (s *Service) spoolFailed(ctx context.Context, tenant string, groups []*fusion.Group, diverted map[[2]int]Status) map[[2]int]Status {
-	if s.opts.Spool == nil {
-		return nil
-	}
-	var refs [][2]int
-	down := false
-	for gi, g := range groups {
-		if _, ok := diverted[[2]int{gi, 0}]; ok {
-			continue
-		}
-		for k, r := range g.Results {
-			if r.Status == fusion.Error && !errors.Is(r.Err, fusion.ErrEncrypts) { // refused: never spooled as it is
-				refs = append(refs, [2]int{gi, k})
-				down = down || outage(r.Err)
-			}
-		}
-	}
-	if len(refs) == 0 {
-		return nil
-	}
-	if down && s.opts.BundleFailed != nil {
-		s.opts.BundleFailed()
-	}
-	out := make(map[[2]int]Status, len(refs))
-	s.spoolFrames(ctx, tenant, groups, refs, out)
-	return out
-}
-
-// outage reports whether a bundle's failure says the database is away (unreachable, or
-// too slow to answer): every push is then spooled until it answers again. Any other
-// failure (a bundle the store gave up on after colliding with concurrent deletions of
-// its queues, ports.ErrConflict; a broker bug) spools the frames it failed and nothing
-// else.
-func outage(err error) bool {
-	return err == nil || errors.Is(err, ports.ErrUnavailable) || errors.Is(err, ports.ErrTimeout) ||
-		errors.Is(err, fusion.ErrClosed)
-}
-
-// spoolFrames makes frames refs (group, frame) of groups durable in the spool in one
-// append, and records their status in into: buffered, or failed when it cannot.
-func (s *Service) spoolFrames(ctx context.Context, tenant string, groups []*fusion.Group, refs [][2]int, into map[[2]int]Status) {
-	if len(refs) == 0 {
-		return
-	}
-	recs := make([]spool.Record, len(refs))
-	for i, ref := range refs {
-		recs[i] = record(tenant, groups[ref[0]], ref[1])
-	}
-	st := StatusBuffered
-	if err := s.opts.Spool.Append(ctx, recs); err != nil {
-		logged := false
-		s.spoolLog.Do(func() {
-			logged = true
-			s.opts.Logger.Error("push: spool write failed, answering failed", "items", len(recs), "err", err,
-				"failures_since_last_line", s.spoolLogSkip.Swap(0))
-		})
-		if !logged {
-			s.spoolLogSkip.Add(1)
-		}
-		st = StatusFailed
-	}
-	for _, ref := range refs {
-		into[ref] = st
-	}
-}
-
-// record is frame k of g as a spool record.
-func record(tenant string, g *fusion.Group, k int) spool.Record {
-	f := &g.Frames[k]
-	return spool.Record{Tenant: tenant, Queue: g.Queue, Partition: g.Partition, TransactionID: f.TransactionID,
-		ProducerSub: f.ProducerSub, MessageID: f.ID, TraceID: f.TraceID, HasTrace: f.HasTrace,
-		Encrypted: f.Encrypted, Payload: f.Payload}
 }
 
 // mint gives item i its message id and resolves its defaults: the Default partition, and

@@ -25,14 +25,13 @@ import (
 // fails with the refusal: nothing was stored, and the producer may retry.
 
 // resealRefused handles the refused frames of groups (after their bundles returned):
-// it returns the error of each frame that failed for good, keyed (group, frame), nil
-// when none did. Frames sealed and pushed again get their new verdicts in place.
-func (s *Service) resealRefused(ctx context.Context, tenant string, groups []*fusion.Group) map[[2]int]error {
-	var refs [][2]int
+// it returns the error of each frame that failed for good, nil when none did. Frames sealed and pushed again get their new verdicts in place.
+func (s *Service) resealRefused(ctx context.Context, tenant string, groups []*fusion.Group) map[frameRef]error {
+	var refs []frameRef
 	for gi, g := range groups {
 		for k, r := range g.Results {
 			if r.Status == fusion.Error && errors.Is(r.Err, fusion.ErrEncrypts) {
-				refs = append(refs, [2]int{gi, k})
+				refs = append(refs, frameRef{gi, k})
 			}
 		}
 	}
@@ -40,12 +39,12 @@ func (s *Service) resealRefused(ctx context.Context, tenant string, groups []*fu
 		return nil
 	}
 	for _, ref := range refs {
-		s.opts.Encryption.Forget(tenant, groups[ref[0]].Queue)
+		s.opts.Encryption.Forget(tenant, groups[ref.group].Queue)
 	}
-	failed := make(map[[2]int]error, len(refs))
+	failed := make(map[frameRef]error, len(refs))
 	if !s.opts.Encryption.HasKey() {
 		for _, ref := range refs {
-			failed[ref] = fmt.Errorf("queue %q: %w", groups[ref[0]].Queue, encryption.ErrNoKey)
+			failed[ref] = fmt.Errorf("queue %q: %w", groups[ref.group].Queue, encryption.ErrNoKey)
 		}
 		return failed
 	}
@@ -60,10 +59,10 @@ func (s *Service) resealRefused(ctx context.Context, tenant string, groups []*fu
 		wg.Wait()
 	}
 	for ref, at := range where {
-		v := retry[at[0]].Results[at[1]]
-		groups[ref[0]].Results[ref[1]] = v
+		v := retry[at.group].Results[at.frame]
+		groups[ref.group].Results[ref.frame] = v
 		if v.Status == fusion.Error && errors.Is(v.Err, fusion.ErrEncrypts) {
-			failed[ref] = fmt.Errorf("queue %q: %w", groups[ref[0]].Queue, v.Err)
+			failed[ref] = fmt.Errorf("queue %q: %w", groups[ref.group].Queue, v.Err)
 		}
 	}
 	if len(failed) == 0 {
@@ -73,32 +72,32 @@ func (s *Service) resealRefused(ctx context.Context, tenant string, groups []*fu
 }
 
 // sealAgain seals the refused frames refs of groups with the flags read afresh, into one
-// new group per original group, and says where each frame went (new group, frame). A
+// new group per original group, and says where each frame went in them. A
 // frame that cannot be sealed fails in failed. The sealed frame replaces the original
 // in its group too: if its new bundle fails (an outage), it is spooled sealed.
-func (s *Service) sealAgain(ctx context.Context, tenant string, groups []*fusion.Group, refs [][2]int, failed map[[2]int]error) ([]*fusion.Group, map[[2]int][2]int) {
+func (s *Service) sealAgain(ctx context.Context, tenant string, groups []*fusion.Group, refs []frameRef, failed map[frameRef]error) ([]*fusion.Group, map[frameRef]frameRef) {
 	memo := s.opts.Encryption.Memo(ctx, true)
 	var retry []*fusion.Group
 	of := make(map[int]int) // original group -> its retry group
-	where := make(map[[2]int][2]int, len(refs))
+	where := make(map[frameRef]frameRef, len(refs))
 	for _, ref := range refs {
-		g := groups[ref[0]]
-		f := g.Frames[ref[1]]
+		g := groups[ref.group]
+		f := g.Frames[ref.frame]
 		if err := memo.Seal(tenant, g.Queue, &f); err != nil {
 			failed[ref] = err
 			continue
 		}
-		g.Frames[ref[1]] = f
-		ri, ok := of[ref[0]]
+		g.Frames[ref.frame] = f
+		ri, ok := of[ref.group]
 		if !ok {
 			ri = len(retry)
-			of[ref[0]] = ri
+			of[ref.group] = ri
 			retry = append(retry, &fusion.Group{Tenant: tenant, Queue: g.Queue, Partition: g.Partition, Minted: g.Minted})
 		}
 		r := retry[ri]
-		where[ref] = [2]int{ri, len(r.Frames)}
+		where[ref] = frameRef{ri, len(r.Frames)}
 		r.Frames = append(r.Frames, f)
-		r.Hashes = append(r.Hashes, g.Hashes[ref[1]])
+		r.Hashes = append(r.Hashes, g.Hashes[ref.frame])
 	}
 	return retry, where
 }
