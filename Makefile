@@ -67,13 +67,13 @@ bench-ack:
 bench-restart:
 	$(GO) test -run '^$$' -bench PushAfterRestart -benchtime 1x -timeout 30m ./bench/broker
 
-# The ordered pipeline of seed 001 for 60 s against a broker on a fresh embedded
+# The ordered pipeline (docs/benchmarks.md, "The ordered pipeline") for 60 s against a broker on a fresh embedded
 # PostgreSQL; prints the verifier's verdict (PIPELINE_SECONDS, PIPELINE_RATE, ...: see the
 # script).
 bench-pipeline: build
 	./scripts/bench-pipeline.sh
 
-# Push fusion against one-row pgbench commits into the same embedded PostgreSQL (issue 18),
+# Push fusion against one-row pgbench commits into the same embedded PostgreSQL (docs/benchmarks.md, "Performance round 2"),
 # with PostgreSQL pinned to CPU 0 and the broker and load generators to CPU 1 (PIN=0: none
 # pinned), in alternating rounds; prints a markdown table with the CPU per message of each
 # (SCENARIOS, ROUNDS, SECONDS_PER_SIDE, PIN, ...: see the script). Needs pgbench and taskset.

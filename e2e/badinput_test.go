@@ -159,7 +159,7 @@ func biPushRows() []biRow {
 				t.Fatalf("%d %s, want 201 []", code, raw)
 			}
 		}},
-		// 5. One item without queue or payload fails the whole request [seed 002]: the
+		// 5. One item without queue or payload fails the whole request (bad input #5): the
 		// good item before it (queue bi-5) is not stored either.
 		{name: "5/no-queue", path: push, body: item(`{"queue":"bi-5","payload":1},{"payload":1}`), status: 400, want: []string{"item 1", "queue"}},
 		{name: "5/no-payload-key", path: push, body: item(`{"queue":"bi-5","payload":1},{"queue":"bi-5"}`), status: 400, want: []string{"item 1", "payload"}},

@@ -190,7 +190,7 @@ func TestSubscriptionDefaultNew(t *testing.T) {
 
 // TestNewGroupReadsTheBacklog: with the default subscription mode, a consumer group
 // that first pops after the producer receives what was already there, whichever way it
-// pops (issue 13: Queen's clients and examples push first and consume second).
+// pops (Queen's clients and examples push first and consume second).
 func TestNewGroupReadsTheBacklog(t *testing.T) {
 	t.Parallel()
 	b := startBroker(t, nil)

@@ -49,7 +49,7 @@ type dedupStep struct {
 
 const zeroUUID = "00000000-0000-0000-0000-000000000000"
 
-// TestDedup exercises the deduplication rules of seed 002 through HTTP against
+// TestDedup exercises the deduplication rules (docs/api.md §5.1) through HTTP against
 // PostgreSQL: one broker, one queue per scenario, scenarios in parallel. (A repeat of a
 // message whose segment was removed answers the zero UUID: no client can remove a
 // segment, so that rule is tested on the store, adapters/postgres.)

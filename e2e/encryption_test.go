@@ -21,7 +21,7 @@ import (
 	"github.com/queen-go/queen/config"
 )
 
-// Encryption at rest (issue 17): payloads of a queue with encryptionEnabled are stored as
+// Encryption at rest (README, "Encryption at rest"): payloads of a queue with encryptionEnabled are stored as
 // AES-256-GCM envelopes (docs/api.md §5.1) and read back decrypted on every read path; a
 // broker without the key refuses them rather than storing plaintext; a key can be
 // rotated with QUEEN_ENCRYPTION_KEY_OLD.

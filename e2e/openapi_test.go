@@ -22,7 +22,7 @@ import (
 	"github.com/queen-go/queen/adapters/pglocal/pgtest"
 )
 
-// The OpenAPI check (issue 20): every request the harness sends (broker.requestAuth, so
+// The OpenAPI check: every request the harness sends (broker.requestAuth, so
 // do, get, post and request too) and every answer it gets are validated against the
 // document the broker embeds and serves (docs/openapi.yaml). A request the test means to
 // be invalid (the bad-input table, malformed bodies, wrong methods) is marked with

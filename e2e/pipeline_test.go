@@ -8,7 +8,7 @@ import (
 	"github.com/queen-go/queen/bench/load"
 )
 
-// TestPipelineVerified runs the ordered pipeline of seed 001 (two flows, a first stage
+// TestPipelineVerified runs the ordered pipeline (two flows, a first stage
 // that re-emits, five fan-out groups per flow) at a low rate for about 15 s against a
 // broker wired as queen-server, and requires the verifier's PASS: no gap below the
 // frontier, no order violation, on every stage. This checks ordering and loss end to end

@@ -11,7 +11,7 @@ import (
 	"time"
 )
 
-// The server side of Queen's streams SDKs (issue 21): /streams/v1/queries,
+// The server side of Queen's streams SDKs: /streams/v1/queries,
 // /streams/v1/state/get and /streams/v1/cycle, as the SDKs drive them (docs/streams.md §4).
 
 type streamQueryResp struct {

@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// StreamQuery is a registered streaming query (issue 21, /streams/v1/queries).
+// StreamQuery is a registered streaming query (/streams/v1/queries, docs/streams.md §2.1).
 type StreamQuery struct {
 	ID          string // server-made UUID, stable across resets
 	Name        string // unique
@@ -78,7 +78,7 @@ type CycleResult struct {
 	Ack    AckResult       // when Cycle.Ack was set
 }
 
-// StreamStore keeps stream queries and their state (issue 21). Every method is one
+// StreamStore keeps stream queries and their state (docs/streams.md §1). Every method is one
 // database round trip or transaction.
 type StreamStore interface {
 	// RegisterQuery registers q by name: a new name is inserted (Fresh); an equal hash

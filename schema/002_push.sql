@@ -1,4 +1,4 @@
--- The push path of seed 000 §4-5, per segment: the allocator (log_push_one_v2), the fused
+-- The push path, per segment: the allocator (log_push_one_v2), the fused
 -- bundle (log_push_multi_v2), and the covering-segment lookup (log_segment_at_v1). The
 -- broker now pushes through the set-based log_push_multi_v3 (013_push_set.sql); the two
 -- per-segment functions stay as its reference, checked against it by the equivalence

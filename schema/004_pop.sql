@@ -315,7 +315,7 @@ BEGIN
             IF NOT FOUND THEN
                 -- Locked by another pop or ack, or not created yet. Create it only under a
                 -- non-blocking try-lock: waiting on another transaction's insert of the same
-                -- key is how mass first contact livelocks (seed 001).
+                -- key is how mass first contact livelocks (docs/reliability.md F20).
                 v_verdict := 4;
                 EXIT try WHEN EXISTS (SELECT 1 FROM queen.log_consumers lc
                                        WHERE lc.partition_id = v_pid AND lc.consumer_group = p_group);

@@ -213,7 +213,7 @@ BEGIN
         -- Items that name the span's messages in offset order, each once (a client acking
         -- what it popped, as popped), pair with the offsets as they come: the same pairs
         -- log_match_v1 makes (the k-th item naming a hash is then the k-th copy of it),
-        -- without its sort and window passes (a quarter of a 100-item ack, issue 18).
+        -- without its sort and window passes (a quarter of a 100-item ack).
         IF c.batch_end > c.committed THEN
             SELECT array_agg(x.off ORDER BY x.off), array_agg(x.h ORDER BY x.off) INTO v_offs, v_offh
               FROM queen.log_span_hashes_v1(g.pid, c.committed, c.batch_end) x;

@@ -1,4 +1,4 @@
--- The set-based push bundle (issue 18, decision 3): log_push_multi_v3 allocates the
+-- The set-based push bundle (docs/benchmarks.md, "The set-based bundle"): log_push_multi_v3 allocates the
 -- offsets of all its segments with one UPDATE and writes them with one INSERT per table,
 -- where log_push_multi_v2 (002_push.sql) calls log_push_one_v2 once per segment, three
 -- statements each. It is the broker's only allocator path: fused pushes and transactions

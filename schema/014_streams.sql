@@ -1,4 +1,4 @@
--- Streams (issue 21, /streams/v1/*): the registry of streaming queries and their state,
+-- Streams (/streams/v1/*, docs/streams.md): the registry of streaming queries and their state,
 -- one key/value shard per (query, source partition). Idempotent: applied on every start.
 
 -- One row per query name. id is what clients send back as query_id; it survives a

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The hot-list on against off (issue 15), side by side in one run: for each scenario and
+# The hot-list on against off (docs/benchmarks.md, "The hot-list: on against off"), side by side in one run: for each scenario and
 # round, a broker with QUEEN_HOTLIST=1 and one with QUEEN_HOTLIST=0 (the order alternates
 # by round), each on a fresh embedded PostgreSQL in its own temporary QUEEN_DATA_DIR, then
 # one table (on, off, on/off per round) and the JSON lines. Used by `make bench-hotlist`;

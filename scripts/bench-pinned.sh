@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The push comparison of issue 18 (decision 2) end to end, with the processes pinned to
+# The push comparison of docs/benchmarks.md ("Performance round 2") end to end, with the processes pinned to
 # cores: a broker on a fresh embedded PostgreSQL, then, in rounds, one-row commits by
 # pgbench into a plain table of the same cluster (the baseline: what one transaction per
 # message can do at best) against queen-bench pushes through the broker (fusion), with the
@@ -499,7 +499,7 @@ done
 # The table: every phase, each side's ratios to the baseline per round, and per scenario
 # the rounds together (rates from all messages over all seconds, CPU weighted by messages).
 echo
-echo "Push, fusion against one-row commits (issue 18): commit $commit, $([ "$pin" = 1 ] && echo "pinned: PostgreSQL on CPU $pg_cpus, broker and clients on CPU $client_cpus" || echo "unpinned"), $(nproc) cores, ${secs}s a side per round"
+echo "Push, fusion against one-row commits: commit $commit, $([ "$pin" = 1 ] && echo "pinned: PostgreSQL on CPU $pg_cpus, broker and clients on CPU $client_cpus" || echo "unpinned"), $(nproc) cores, ${secs}s a side per round"
 echo
 awk -F'\t' '
   function cell(v, f) { return v == "" ? "" : sprintf(f, v) }
@@ -563,7 +563,7 @@ echo
 echo "client: pgbench for the baseline and the write floor, queen-bench for fusion; total: PG + broker + client; p50/p99: per transaction (pgbench) or request (queen-bench)"
 
 # The floor scenario: the broker's CPU per message over the floor's, per round, and the
-# median of the rounds (issue 18's target: at most 1.5x).
+# median of the rounds (round 2's target: at most 1.5x).
 if grep -q '^floor	' "$results"; then
   echo
   echo "Broker CPU per single-message push against the HTTP floor (broker µs/msg of the fusion side over the floor side's):"

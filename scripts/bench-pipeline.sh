@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the ordered pipeline (seed 001) against a broker on a fresh embedded PostgreSQL,
+# Runs the ordered pipeline (docs/benchmarks.md, "The ordered pipeline") against a broker on a fresh embedded PostgreSQL,
 # prints the verifier's verdict and stops everything. Used by `make bench-pipeline`.
 #   PIPELINE_SECONDS (60), PIPELINE_RATE (events/s, 500), PIPELINE_ENTITIES (100),
 #   PIPELINE_PORT (16632), PIPELINE_ARGS (more queen-bench pipeline flags)

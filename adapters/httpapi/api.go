@@ -56,7 +56,7 @@ type Options struct {
 
 // Pusher is the push use case the push and transaction routes call: core/push's
 // Service. bench/floor puts a stand-in behind the same routes to measure the HTTP layer
-// alone (issue 18's floor).
+// alone (the HTTP floor of docs/benchmarks.md).
 type Pusher interface {
 	Push(ctx context.Context, tenant, producerSub string, items []push.Item) []push.Result
 	Transaction(ctx context.Context, tenant, producerSub string, ops []push.TxnOp, hint string) ([]push.TxnResult, error)
@@ -78,7 +78,7 @@ type Services struct {
 	Groups    *admin.Groups
 	Messages  *admin.Messages
 	Traces    *admin.Traces
-	// Streams enables /streams/v1/* (issue 21).
+	// Streams enables /streams/v1/* (docs/streams.md).
 	Streams *streams.Service
 }
 

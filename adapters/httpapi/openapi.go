@@ -8,7 +8,7 @@ import (
 // openAPIContentType is the media type of YAML (RFC 9512).
 var openAPIContentType = []string{"application/yaml"}
 
-// handleOpenAPI is GET /openapi.yaml (issue 20): the OpenAPI document the binary embeds,
+// handleOpenAPI is GET /openapi.yaml: the OpenAPI document the binary embeds,
 // public like the probes, so that tools can read the API without a token.
 func (a *api) handleOpenAPI(w http.ResponseWriter, _ *http.Request) {
 	h := w.Header()

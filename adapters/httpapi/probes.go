@@ -8,7 +8,7 @@ import (
 	"github.com/queen-go/queen/core/readiness"
 )
 
-// handleReady is GET /ready (issue 20): 200 when pushes can be accepted now (the
+// handleReady is GET /ready: 200 when pushes can be accepted now (the
 // database answers, or the spool takes them), 503 otherwise and from the start of the
 // shutdown. The body says what was found.
 func (a *api) handleReady(w http.ResponseWriter, r *http.Request) {

@@ -17,7 +17,7 @@ import (
 	"github.com/queen-go/queen/core/push"
 )
 
-// queuedPusher answers every item queued, at once, as the floor of issue 18 does
+// queuedPusher answers every item queued, at once, as the HTTP floor does
 // (bench/floor) without its wait.
 type queuedPusher struct{}
 

@@ -18,7 +18,7 @@ import (
 	"github.com/queen-go/queen/ports"
 )
 
-// streamsRoutes registers the server side of Queen's streams SDKs (issue 21), each
+// streamsRoutes registers the server side of Queen's streams SDKs (docs/streams.md), each
 // route with its CORS preflight (streamsCORS).
 func (a *api) streamsRoutes(r *mux.Router) {
 	r.HandleFunc("/streams/v1/queries", a.handleStreamQuery).Methods(http.MethodPost)

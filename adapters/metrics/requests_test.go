@@ -193,7 +193,7 @@ func TestRequestsConcurrent(t *testing.T) {
 func near(a, b float64) bool { return fmt.Sprintf("%.6f", a) == fmt.Sprintf("%.6f", b) }
 
 // TestObserveAllocatesNothing: Observe runs on every request, the push path's included
-// (issue 18 counts its allocations): once a label combination has its series, recording
+// (docs/benchmarks.md counts its allocations): once a label combination has its series, recording
 // a request allocates nothing.
 func TestObserveAllocatesNothing(t *testing.T) {
 	reqs := NewRequests()

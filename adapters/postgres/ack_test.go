@@ -171,7 +171,7 @@ func TestAckResolvesManyItemsLikeOne(t *testing.T) {
 
 // TestAckPlanIsLinear: a 1,000-item batch ack reads each hash sidecar row of its span a
 // bounded number of times, not once per item (a nested loop that rescans the span per
-// item made batch acks quadratic: issue 13). auto_explain reports the plan of every
+// item made batch acks quadratic). auto_explain reports the plan of every
 // statement the ack runs, with actual loops, as notices of the calling session.
 func TestAckPlanIsLinear(t *testing.T) {
 	t.Parallel()
@@ -222,7 +222,7 @@ func TestAckPlanIsLinear(t *testing.T) {
 
 // TestAckReadsOnlyItsSpan: an ack of a span reads the hash sidecar rows of that span,
 // not every row after the cursor (a partition's whole backlog: each ack of a deep queue
-// cost a row read per segment still to be consumed, issue 18).
+// cost a row read per segment still to be consumed).
 func TestAckReadsOnlyItsSpan(t *testing.T) {
 	t.Parallel()
 	tests := []struct {

@@ -17,7 +17,7 @@ import (
 	"github.com/queen-go/queen/ports"
 )
 
-// The equivalence test of issue 18's decision 3: the set-based bundle function
+// The equivalence test a set-based allocator must pass (docs/design.md "Decisions"): the set-based bundle function
 // (log_push_multi_v3, the broker's only allocator path) against its per-segment
 // reference (log_push_multi_v2 calling log_push_one_v2 per segment), driven with the
 // same random bundles on two databases of one cluster. Bundles mix queues with and

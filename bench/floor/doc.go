@@ -1,4 +1,4 @@
-// Package floor is issue 18's HTTP floor: the broker's own HTTP layer with nothing behind
+// Package floor is the HTTP floor of docs/benchmarks.md: the broker's own HTTP layer with nothing behind
 // the push route, so that the broker's CPU per single-message push can be compared with
 // what the same router, middleware, body decoding and answer cost alone.
 //

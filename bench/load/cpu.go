@@ -8,7 +8,7 @@ import (
 )
 
 // CPUPids names the processes on this machine whose CPU a load mode attributes to the
-// messages of its measured phase (issue 18's headline: PostgreSQL CPU per committed
+// messages of its measured phase (the headline of docs/benchmarks.md, "Performance round 2": PostgreSQL CPU per committed
 // message). 0: that process is not measured. The load tool's own CPU is always read.
 type CPUPids struct {
 	PG     int // the postmaster: the whole cluster's CPU (ClusterCPU)

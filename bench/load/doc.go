@@ -1,5 +1,5 @@
 // Package load drives a Queen-compatible broker through its public HTTP API for
-// queen-bench: push, consume and latency load, and the ordered pipeline of seed 001 whose
+// queen-bench: push, consume and latency load, and the ordered pipeline (docs/benchmarks.md, "The ordered pipeline") whose
 // logs bench/verify checks.
 //
 // It speaks only HTTP, so it measures any broker by URL, and it uses its own minimal

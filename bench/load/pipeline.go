@@ -13,7 +13,7 @@ import (
 	"github.com/queen-go/queen/bench/verify"
 )
 
-// PipelineConfig configures the ordered pipeline of seed 001, scaled by flags.
+// PipelineConfig configures the ordered pipeline of docs/benchmarks.md, scaled by flags.
 type PipelineConfig struct {
 	Common
 	// ConsumerURLs, when set, are the brokers the consumers use instead of URL

@@ -12,7 +12,7 @@ import (
 // decodes them with a small scanner instead of encoding/json: a 100-message pop answer
 // (about 40 KB) cost it 5-6 µs of CPU per message through json.Unmarshal (reflection, a
 // validation pass, one allocation per string field), about half of the tool's CPU in the
-// consume mode (issue 18). The scanner handles the answers' usual form (string values
+// consume mode (docs/benchmarks.md). The scanner handles the answers' usual form (string values
 // without escapes, keys spelt as the broker spells them) and reports anything else as
 // not handled; the callers then decode with encoding/json, which gives the same result
 // (or the error) for those.

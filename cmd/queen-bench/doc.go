@@ -17,7 +17,7 @@
 // of figures. pipeline and verify print the verifier's table and verdict and exit 1 on
 // FAIL; soak prints a line per sample (CSV row), then its summary, the verifier's table,
 // the leak criteria's table and a verdict line, and exits 1 when a criterion fails; report prints the hot-list on/off table of scripts/bench-hotlist.sh; floor
-// serves issue 18's HTTP floor (bench/floor) until interrupted; any other error exits 2.
+// serves the HTTP floor (bench/floor) until interrupted; any other error exits 2.
 // See docs/benchmarks.md.
 //
 // # Live status line

@@ -28,7 +28,7 @@ modes:
   rss       broker memory with many partitions seeded, then after the hot-list's sweep
   report    the side-by-side table of a bench-hotlist run's result lines (-file); with
             -report FILE, an HTML page of saved results (a run's JSON lines too)
-  floor     serve issue 18's HTTP floor: the broker's routes with a push that only waits
+  floor     serve the HTTP floor: the broker's routes with a push that only waits
             for a simulated 3 ms commit cycle (load it with push -broker-pid)
   soak      the soak of docs/reliability.md (L3): the verified fault load for 30 min, the broker's RSS,
             goroutines, FDs, connections, backlog and dead tuples sampled into a CSV,

@@ -311,7 +311,7 @@ func reportMode(_ context.Context, m *modeFlags) func() (int, error) {
 	}
 }
 
-// floorMode serves issue 18's HTTP floor (bench/floor) until interrupted or -duration
+// floorMode serves the HTTP floor (bench/floor) until interrupted or -duration
 // ends: the broker's router, middleware and push handler with a push use case that only
 // waits for a simulated 3 ms commit cycle. Load it with push -broker-pid <its pid>.
 func floorMode(ctx context.Context, m *modeFlags) func() (int, error) {

@@ -10,7 +10,7 @@ import (
 
 // profiles are the tool's own CPU and allocation profiles of one run (-cpuprofile,
 // -memprofile): on a small machine the load generator competes with the broker for the
-// cores, so what it spends per message is part of any figure it reports (issue 18).
+// cores, so what it spends per message is part of any figure it reports (docs/benchmarks.md).
 type profiles struct {
 	cpuFile, memFile string
 	cpu              *os.File

@@ -10,9 +10,9 @@
 // its frames, and fires or offers what is ready), a flush's outcome on the goroutine
 // that routed it, a warm-up read's result on the read's own goroutine, and one Batcher
 // tick visits every shard. Handing each request to a shard goroutine and each outcome
-// back to it cost two goroutine wake-ups per push request (issue 18's profile).
+// back to it cost two goroutine wake-ups per push request (docs/benchmarks.md, "Shards without goroutines").
 //
-// Rules (seed 000 §2):
+// Rules:
 //
 //   - Fire on idle: after every arrival or completion the shard dispatches its ready
 //     partitions at once if it is under its in-flight bundle cap and a permit of the
@@ -36,7 +36,7 @@
 //   - The Hold tick is a liveness backstop, not a batching window: it fires offers in
 //     case a permit was released and the offers were missed.
 //
-// A segment (seed 000 §3) is built when its partition is taken into a bundle or an offer,
+// A segment is built when its partition is taken into a bundle or an offer,
 // under the shard's lock: layer-2 dedup on the xxh3-128 hashes, the hash blob and the
 // zstd blob. A flush only sends its bundle, so a freed permit goes to the database at
 // once; a flush that commits and finds offers waiting carries them next on the same

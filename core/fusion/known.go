@@ -38,7 +38,7 @@ type known struct {
 	verified int64
 	// Commit times are unix nanoseconds, not time.Time: without its location pointer
 	// the entries hold no pointer, so the garbage collector never scans them (a cache
-	// of millions of hashes made every collection walk it: issue 18). Hashes are held
+	// of millions of hashes made every collection walk it). Hashes are held
 	// by their hashKey, 8 bytes of the 16.
 	hashes map[uint64]int64 // hash key -> commit time of its newest occurrence
 	// ring holds the entries in insertion order, for age eviction: n of them from head,
@@ -60,7 +60,7 @@ const cacheEntryBytes = 64
 
 // hashKey is what the cache holds of a 16-byte transaction-id hash: its first 8 bytes.
 // Half the memory of the whole hash and a cheaper map key (an insert cost 2.7 µs per
-// message under load with 16-byte keys, issue 18). Two ids sharing a key can only make
+// message under load with 16-byte keys; docs/benchmarks.md, "The dedup cache's key"). Two ids sharing a key can only make
 // the cache answer "seen" for an id it has not seen, which costs a full probe in SQL,
 // never a skipped one: the cache's answer "not seen" stays exact.
 func hashKey(h []byte) uint64 { return binary.LittleEndian.Uint64(h) }

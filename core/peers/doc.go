@@ -14,7 +14,7 @@
 // it starts; a broker that heard another within PeerTTL (3 s) publishes its hints, one
 // that did not keeps none (nobody would read them). A broker alone on its database thus
 // sends one notification a second instead of one per tick under load, which cost it and
-// PostgreSQL a transaction every 5 ms (issue 18). A broker that starts is heard within
+// PostgreSQL a transaction every 5 ms. A broker that starts is heard within
 // a few milliseconds of its start; hints the others dropped before are only latency.
 //
 // It also listens: hints from the other brokers go to the hot-list (hotlist.List.Hinted),

@@ -25,7 +25,7 @@ func (plainQueues) EncryptionEnabled(context.Context, string, string) (bool, err
 	return false, nil
 }
 
-// BenchmarkPushSingle is issue 18's shape through the use case and fusion: 64 clients,
+// BenchmarkPushSingle is the single-message shape of docs/benchmarks.md through the use case and fusion: 64 clients,
 // one message per request, 1,000 partitions, one commit at a time (the broker's default
 // limit) on the in-memory store, each commit taking commit (0: at once), with 8 or 2
 // fusion shards. It reports the allocations of the push path (the store's own included)

@@ -1,6 +1,6 @@
 // Package push is the push use case: it turns the items of one POST /api/v1/push into
 // fusion groups and the fusion verdicts back into one result per item, in request order
-// (seed 000 §1 and §6, seed 002).
+// (docs/design.md, "One request, end to end").
 //
 // Per item, in body order: mint a UUIDv7 message id; resolve the transaction id (the
 // client's, else the minted id as a string) and the partition (else "Default"); apply

@@ -149,7 +149,7 @@ func New(batcher *fusion.Batcher, opts Options) *Service {
 
 // newV7 mints a UUIDv7 with github.com/google/uuid. Its NewV7 allocates and takes a
 // global lock for the sequence (about 0.6 µs of CPU per pushed message under single-
-// message pushes, issue 18's profile); a hand-written minter would save that, but ids
+// message pushes, profiled for docs/benchmarks.md); a hand-written minter would save that, but ids
 // are the kind of generic code the project leaves to a well-kept library.
 func newV7() [16]byte {
 	id, err := uuid.NewV7()

@@ -53,7 +53,7 @@ const SmallSegmentBytes = 4 << 10
 // id and one payload, and LZ matching without entropy coding saves it few bytes, while
 // an EncodeAll call costs microseconds (tables reset per call): under single-message
 // pushes, where nearly every segment is one frame, that was about 4% of the broker's CPU
-// per message (issue 18).
+// per message (docs/benchmarks.md).
 const StoredSegmentBytes = 512
 
 // Codec compresses and decompresses blobs. It is safe for concurrent use.

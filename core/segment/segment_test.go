@@ -199,7 +199,7 @@ func TestSmallSegmentsStored(t *testing.T) {
 	}
 }
 
-// BenchmarkEncodeSingle is the segment of a single-message push (issue 18): one frame
+// BenchmarkEncodeSingle is the segment of a single-message push: one frame
 // with a minted transaction id and a 110-byte payload.
 func BenchmarkEncodeSingle(b *testing.B) {
 	c := testCodec(b)

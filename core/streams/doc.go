@@ -1,5 +1,5 @@
-// Package streams is the server side of Queen's streams SDKs (issue 21,
-// docs/streams.md): a registry of named streaming queries, a key/value
+// Package streams is the server side of Queen's streams SDKs
+// (docs/streams.md): a registry of named streaming queries, a key/value
 // state per (query, source partition) shard, and the cycle, one atomic commit of a stream
 // worker's state changes, sink pushes and source ack.
 //

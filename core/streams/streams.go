@@ -56,7 +56,7 @@ type Options struct {
 	Logger   *slog.Logger
 }
 
-// Service is the streams use case (issue 21).
+// Service is the streams use case (docs/streams.md).
 type Service struct {
 	store ports.StreamStore
 	sink  *push.Service

@@ -391,7 +391,7 @@ func TestFaultF21SpoolOwnedOnce(t *testing.T) {
 // TestFaultF20ColdPartitionStorm: 4,000 new partitions in 60 s while the fault load
 // runs. Commits per second never stay below half the rate before the storm for more
 // than 5 s, and no backend waits on another transaction's lock (Lock:transactionid, the
-// livelock of seed 001) for 5 s or more.
+// livelock of mass first contact) for 5 s or more.
 func TestFaultF20ColdPartitionStorm(t *testing.T) {
 	fullOnly(t)
 	runScenario(t, scenario{name: "F20 cold partition storm (4,000 in 60 s)", cfg: load.L1("f20", ciRate),

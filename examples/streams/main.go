@@ -1,5 +1,5 @@
 // Command streams is a tumbling-window sum computed the way Queen's streams SDKs compute
-// it against /streams/v1 (issue 21): register the query, pop a batch of the source, read
+// it against /streams/v1 (docs/streams.md): register the query, pop a batch of the source, read
 // the partition's state shard, fold the batch into one-second windows client-side, then
 // commit one cycle per partition: upserts of open windows, deletes and sink pushes of
 // closed ones, and the ack of the last message. An idle flush at the end emits the
