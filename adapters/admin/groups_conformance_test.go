@@ -8,7 +8,7 @@ import (
 
 // TestGroupStoreConformance runs the port's suite on a fresh database per case.
 func TestGroupStoreConformance(t *testing.T) {
-	porttest.Groups(t, func(t *testing.T) porttest.GroupFixture {
+	porttest.GroupStore(t, func(t *testing.T) porttest.GroupFixture {
 		f := newFixture(t, Options{})
 		return porttest.GroupFixture{Store: f.admin, AdminWorld: adminWorld(f)}
 	})

@@ -8,7 +8,7 @@ import (
 
 // TestMessageStoreConformance runs the port's suite on a fresh database per case.
 func TestMessageStoreConformance(t *testing.T) {
-	porttest.Messages(t, func(t *testing.T) porttest.MessageFixture {
+	porttest.MessageStore(t, func(t *testing.T) porttest.MessageFixture {
 		f := newFixture(t, Options{})
 		return porttest.MessageFixture{Store: f.admin, AdminWorld: adminWorld(f)}
 	})

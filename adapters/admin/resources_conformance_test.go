@@ -8,7 +8,7 @@ import (
 
 // TestResourceStoreConformance runs the port's suite on a fresh database per case.
 func TestResourceStoreConformance(t *testing.T) {
-	porttest.Resources(t, func(t *testing.T) porttest.ResourceFixture {
+	porttest.ResourceStore(t, func(t *testing.T) porttest.ResourceFixture {
 		f := newFixture(t, Options{})
 		return porttest.ResourceFixture{Store: f.admin, AdminWorld: adminWorld(f)}
 	})

@@ -8,7 +8,7 @@ import (
 
 // TestTraceStoreConformance runs the port's suite on a fresh database per case.
 func TestTraceStoreConformance(t *testing.T) {
-	porttest.Traces(t, func(t *testing.T) porttest.TraceFixture {
+	porttest.TraceStore(t, func(t *testing.T) porttest.TraceFixture {
 		f := newFixture(t, Options{})
 		return porttest.TraceFixture{Store: f.admin, AdminWorld: adminWorld(f),
 			StoredTraces: func(t *testing.T) int {

@@ -7,7 +7,7 @@ import (
 )
 
 func TestGroupStoreConformance(t *testing.T) {
-	porttest.Groups(t, func(*testing.T) porttest.GroupFixture {
+	porttest.GroupStore(t, func(*testing.T) porttest.GroupFixture {
 		s := NewStore()
 		return porttest.GroupFixture{Store: s, AdminWorld: adminWorld(s)}
 	})

@@ -7,7 +7,7 @@ import (
 )
 
 func TestMessageStoreConformance(t *testing.T) {
-	porttest.Messages(t, func(*testing.T) porttest.MessageFixture {
+	porttest.MessageStore(t, func(*testing.T) porttest.MessageFixture {
 		s := NewStore()
 		return porttest.MessageFixture{Store: s.Messages(), AdminWorld: adminWorld(s)}
 	})

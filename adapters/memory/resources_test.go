@@ -7,7 +7,7 @@ import (
 )
 
 func TestResourceStoreConformance(t *testing.T) {
-	porttest.Resources(t, func(*testing.T) porttest.ResourceFixture {
+	porttest.ResourceStore(t, func(*testing.T) porttest.ResourceFixture {
 		s := NewStore()
 		return porttest.ResourceFixture{Store: s, AdminWorld: adminWorld(s)}
 	})

@@ -16,7 +16,7 @@ import (
 // RetentionStore is the Store's ports.RetentionStore, over the same state. It is a view
 // of its own because ports.RetentionStore's Trim is not the test hook Store.Trim (which
 // only moves watermarks). It follows the SQL functions of schema/012_retention.sql, whose
-// comments state the rules (ports/porttest.Retention checks both):
+// comments state the rules (ports/porttest.RetentionStore checks both):
 //
 //   - Trim walks partitions in id order (the string order of the ids, which is the uuid
 //     order PostgreSQL walks) and, on each due one, removes the expired prefix of the log

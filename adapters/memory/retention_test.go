@@ -11,7 +11,7 @@ import (
 )
 
 func TestRetentionStoreConformance(t *testing.T) {
-	porttest.Retention(t, func(*testing.T) porttest.RetentionFixture {
+	porttest.RetentionStore(t, func(*testing.T) porttest.RetentionFixture {
 		s := NewStore()
 		return porttest.RetentionFixture{Store: s.Retention(), Messages: s.Messages(), Traces: s, AdminWorld: adminWorld(s)}
 	})

@@ -7,7 +7,7 @@ import (
 )
 
 func TestTraceStoreConformance(t *testing.T) {
-	porttest.Traces(t, func(*testing.T) porttest.TraceFixture {
+	porttest.TraceStore(t, func(*testing.T) porttest.TraceFixture {
 		s := NewStore()
 		return porttest.TraceFixture{Store: s, AdminWorld: adminWorld(s),
 			StoredTraces: func(*testing.T) int { return s.StoredTraces() }}

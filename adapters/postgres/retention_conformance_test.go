@@ -12,7 +12,7 @@ import (
 // suites' hooks arrange the world; the admin adapter on the same pool, wired as the
 // broker wires it, shows what retention left (messages, dead letters, traces).
 func TestRetentionStoreConformance(t *testing.T) {
-	porttest.Retention(t, func(t *testing.T) porttest.RetentionFixture {
+	porttest.RetentionStore(t, func(t *testing.T) porttest.RetentionFixture {
 		cf := consumeFixture(t)
 		s := cf.Segments.(*Store)
 		db := s.DB()

@@ -3,13 +3,19 @@
 // drift from the real adapters.
 //
 //   - SegmentStore: adapters/postgres, adapters/memory
-//   - ConsumeStore (with the candidates' verdicts, candidates.go), TransactionStore and
-//     HotlistStore: adapters/postgres, adapters/memory
+//   - ConsumeStore (with the candidates' verdicts, candidates.go), TransactionStore,
+//     HotlistStore and StreamStore: adapters/postgres, adapters/memory
+//   - PlainRefused, the one suite across ports: the store's refusal of plaintext for a
+//     queue that encrypts, on every path that writes segments (SegmentStore,
+//     TransactionStore, StreamStore): adapters/postgres, adapters/memory
 //   - HintBus: adapters/postgres (LISTEN/NOTIFY, one Store per endpoint), adapters/memory
 //     (HintNet)
 //   - SpoolFS: adapters/spoolfs (a real directory), adapters/memory
 //   - SystemState: adapters/postgres, adapters/memory
-//   - QueueAdmin: adapters/admin, adapters/memory
+//   - QueueSettings: adapters/postgres, adapters/memory
+//   - RetentionStore: adapters/postgres, adapters/memory
+//   - QueueAdmin, GroupStore, MessageStore, ResourceStore and TraceStore: adapters/admin,
+//     adapters/memory
 //
 // Each suite is a table of named cases over a Fixture: a fresh implementation plus hooks
 // for the state the port itself cannot express (a queue's options, an expired lease, data

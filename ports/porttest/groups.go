@@ -17,9 +17,9 @@ type GroupFixture struct {
 	AdminWorld
 }
 
-// Groups runs the conformance suite of ports.GroupStore; newFixture must return an
+// GroupStore runs the conformance suite of ports.GroupStore; newFixture must return an
 // empty store of its own on every call.
-func Groups(t *testing.T, newFixture func(t *testing.T) GroupFixture) {
+func GroupStore(t *testing.T, newFixture func(t *testing.T) GroupFixture) {
 	tests := []struct {
 		name string
 		run  func(t *testing.T, f GroupFixture)

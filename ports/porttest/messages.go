@@ -21,9 +21,9 @@ type MessageFixture struct {
 	AdminWorld
 }
 
-// Messages runs the conformance suite of ports.MessageStore; newFixture must return an
+// MessageStore runs the conformance suite of ports.MessageStore; newFixture must return an
 // empty store of its own on every call.
-func Messages(t *testing.T, newFixture func(t *testing.T) MessageFixture) {
+func MessageStore(t *testing.T, newFixture func(t *testing.T) MessageFixture) {
 	tests := []struct {
 		name string
 		run  func(t *testing.T, f MessageFixture)

@@ -201,9 +201,9 @@ func fmtTime(a *time.Time) string {
 	return a.String()
 }
 
-// Resources runs the conformance suite of ports.ResourceStore; newFixture must return
+// ResourceStore runs the conformance suite of ports.ResourceStore; newFixture must return
 // an empty store of its own on every call.
-func Resources(t *testing.T, newFixture func(t *testing.T) ResourceFixture) {
+func ResourceStore(t *testing.T, newFixture func(t *testing.T) ResourceFixture) {
 	tests := []struct {
 		name string
 		run  func(t *testing.T, f ResourceFixture)

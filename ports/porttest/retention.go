@@ -18,9 +18,9 @@ type RetentionFixture struct {
 	AdminWorld
 }
 
-// Retention runs the conformance suite of ports.RetentionStore; newFixture must return
+// RetentionStore runs the conformance suite of ports.RetentionStore; newFixture must return
 // an empty store of its own on every call.
-func Retention(t *testing.T, newFixture func(t *testing.T) RetentionFixture) {
+func RetentionStore(t *testing.T, newFixture func(t *testing.T) RetentionFixture) {
 	tests := []struct {
 		name string
 		run  func(t *testing.T, f RetentionFixture)

@@ -21,9 +21,9 @@ type TraceFixture struct {
 	StoredTraces func(t *testing.T) int
 }
 
-// Traces runs the conformance suite of ports.TraceStore; newFixture must return an empty
+// TraceStore runs the conformance suite of ports.TraceStore; newFixture must return an empty
 // store of its own on every call.
-func Traces(t *testing.T, newFixture func(t *testing.T) TraceFixture) {
+func TraceStore(t *testing.T, newFixture func(t *testing.T) TraceFixture) {
 	tests := []struct {
 		name string
 		run  func(t *testing.T, f TraceFixture)
