@@ -132,7 +132,9 @@ func repoIndex(t *testing.T) docIndex {
 	}
 	for _, doc := range []string{"docs/api.md", "docs/streams.md"} {
 		b, err := os.ReadFile(doc)
-		if err != nil {
+		if os.IsNotExist(err) {
+			continue // every citation of it is then reported as a missing document
+		} else if err != nil {
 			t.Fatal(err)
 		}
 		idx.sections[doc] = map[string]bool{}
@@ -141,7 +143,7 @@ func repoIndex(t *testing.T) docIndex {
 		}
 	}
 	b, err := os.ReadFile("docs/reliability.md")
-	if err != nil {
+	if err != nil && !os.IsNotExist(err) {
 		t.Fatal(err)
 	}
 	for _, m := range planRowRE.FindAllStringSubmatch(string(b), -1) {
@@ -240,13 +242,13 @@ func TestCheckRefs(t *testing.T) {
 		{"root document", "core/push", "README.md says", nil},
 		{"generated output", ".", "keeps faults-table.md", nil},
 		{"shell variable", ".", "cat \"$dir/affinity.txt\" ${out}/x.md", nil},
-		{"issue number", ".", "measured in issue 18's profile", []string{"issue 18"}},
+		{"issue number", ".", "measured in Issue 18's profile", []string{"Issue 18"}},
 		{"issue with hash", ".", "Issue #7", []string{"Issue #7"}},
 		{"issues plural", ".", "issues 2 and 3", []string{"issues 2"}},
 		{"the word issue", ".", "the issue is the lock; issued 3 times", nil},
 		{"seed", ".", "the livelock of seed 001 and seeds 000/002", []string{"seed 001", "seeds 000"}},
 		{"seeded numbers", ".", "seeded 100 partitions", nil},
-		{"url", ".", "https://github.com/queen-mq/queen/blob/master/docs/api.md and http://x/issue 4", nil},
+		{"url", ".", "https://github.com/queen-mq/queen/blob/master/docs/api.md and http://x/Issue 4", nil},
 		{"go identifiers", ".", "api.Handle and md.Render, s.md5", nil},
 		{"go file paths", ".", "core/spool/doc.go gives the format", nil},
 		{"reliability rows", ".", "docs/reliability.md F8, docs/reliability.md L4, docs/reliability.md bad input #28", nil},
@@ -270,9 +272,9 @@ func TestCheckRefs(t *testing.T) {
 }
 
 func TestGoCommentsOnly(t *testing.T) {
-	src := "package p\n\n// see api.md §1\nvar s = \"api.md\" // issue 4\n/* line one\nseed 001 */\n"
+	src := "package p\n\n// see api.md §1\nvar s = \"api.md\" // ISSUE 4\n/* line one\nseed 001 */\n"
 	texts, lines := goComments("p.go", []byte(src))
-	want := []string{"// see api.md §1", "// issue 4", "/* line one\nseed 001 */"}
+	want := []string{"// see api.md §1", "// ISSUE 4", "/* line one\nseed 001 */"}
 	if !slices.Equal(texts, want) || !slices.Equal(lines, []int{3, 4, 5}) {
 		t.Fatalf("goComments = %q at %v, want %q at [3 4 5]", texts, lines, want)
 	}
@@ -282,7 +284,7 @@ func TestGoCommentsOnly(t *testing.T) {
 			got = append(got, strconv.Itoa(r.line)+":"+r.ref)
 		}
 	}
-	if !slices.Equal(got, []string{"3:api.md", "4:issue 4", "6:seed 001"}) {
+	if !slices.Equal(got, []string{"3:api.md", "4:ISSUE 4", "6:seed 001"}) {
 		t.Fatalf("refs in comments = %q", got)
 	}
 }
