@@ -2,6 +2,7 @@ package fusion
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -76,7 +77,13 @@ func newBatcher(t *testing.T, store *memory.Store, opts Options) *Batcher {
 	t.Helper()
 	b := New(store, testCodec(t), opts)
 	b.Start()
-	t.Cleanup(func() { _ = b.Stop(t.Context()) })
+	// t.Context() is done when cleanups run, and Stop given a done context returns
+	// before the batcher is idle, leaving its goroutines behind: it gets one of its own.
+	t.Cleanup(func() {
+		if err := b.Stop(context.Background()); err != nil {
+			t.Error(err)
+		}
+	})
 	return b
 }
 
@@ -131,35 +138,37 @@ func TestOneFlushInFlightPerPartition(t *testing.T) {
 
 func TestBundlesReadyPartitionsIntoOneCommit(t *testing.T) {
 	t.Parallel()
-	store := memory.NewStore()
-	gt := newGate()
-	store.BeforePush = gt.before
-	// One permit: while the first bundle is out, every other partition must wait and
-	// then leave together.
-	b := newBatcher(t, store, Options{Shards: 1, BundleMax: 16, Limiter: vegas.New(vegas.Options{Initial: 1, Min: 1, Max: 1})})
+	synctest.Test(t, func(t *testing.T) {
+		store := memory.NewStore()
+		gt := newGate()
+		store.BeforePush = gt.before
+		// One permit: while the first bundle is out, every other partition must wait and
+		// then leave together.
+		b := newBatcher(t, store, Options{Shards: 1, BundleMax: 16, Limiter: vegas.New(vegas.Options{Initial: 1, Min: 1, Max: 1})})
 
-	var wg sync.WaitGroup
-	b.Submit(request(&wg, "q", "p0", "a"))
-	<-gt.entered
-	groups := make([]*Group, 10)
-	for i := range groups {
-		groups[i] = request(&wg, "q", fmt.Sprint("p", i+1), "x")
-		b.Submit(groups[i])
-	}
-	waitOffered(t, b, 10) // all 10 are offered, waiting for the permit
-	close(gt.release)
-	wg.Wait()
+		var wg sync.WaitGroup
+		b.Submit(request(&wg, "q", "p0", "a"))
+		<-gt.entered
+		groups := make([]*Group, 10)
+		for i := range groups {
+			groups[i] = request(&wg, "q", fmt.Sprint("p", i+1), "x")
+			b.Submit(groups[i])
+		}
+		waitOffered(t, b, 10) // all 10 are offered, waiting for the permit
+		close(gt.release)
+		wg.Wait()
 
-	bundles := gt.recorded()
-	if len(bundles) != 2 {
-		t.Fatalf("%d bundles, want 2 (the held one, then all 10 ready partitions together)", len(bundles))
-	}
-	if len(bundles[1]) != 10 {
-		t.Fatalf("second bundle has %d segments, want 10", len(bundles[1]))
-	}
-	if st := b.Stats(); st.Commits != 2 || st.Segments != 11 {
-		t.Fatalf("stats = %+v, want 2 commits and 11 segments", st)
-	}
+		bundles := gt.recorded()
+		if len(bundles) != 2 {
+			t.Fatalf("%d bundles, want 2 (the held one, then all 10 ready partitions together)", len(bundles))
+		}
+		if len(bundles[1]) != 10 {
+			t.Fatalf("second bundle has %d segments, want 10", len(bundles[1]))
+		}
+		if st := b.Stats(); st.Commits != 2 || st.Segments != 11 {
+			t.Fatalf("stats = %+v, want 2 commits and 11 segments", st)
+		}
+	})
 }
 
 func TestRoutesResultsToEveryWaitingRequest(t *testing.T) {
@@ -214,34 +223,36 @@ func TestRoutesResultsToEveryWaitingRequest(t *testing.T) {
 
 func TestLayerTwoDedupInsideOneFlush(t *testing.T) {
 	t.Parallel()
-	store := memory.NewStore()
-	gt := newGate()
-	store.BeforePush = gt.before
-	b := newBatcher(t, store, Options{Shards: 1})
-	var wg sync.WaitGroup
-	b.Submit(request(&wg, "q", "p", "warm"))
-	<-gt.entered
-	// Two requests with the same transaction id land in the same flush.
-	one := request(&wg, "q", "p", "same")
-	two := request(&wg, "q", "p", "other", "same")
-	b.Submit(one)
-	b.Submit(two)
-	waitBacklog(t, b, 3)
-	close(gt.release)
-	wg.Wait()
+	synctest.Test(t, func(t *testing.T) {
+		store := memory.NewStore()
+		gt := newGate()
+		store.BeforePush = gt.before
+		b := newBatcher(t, store, Options{Shards: 1})
+		var wg sync.WaitGroup
+		b.Submit(request(&wg, "q", "p", "warm"))
+		<-gt.entered
+		// Two requests with the same transaction id land in the same flush.
+		one := request(&wg, "q", "p", "same")
+		two := request(&wg, "q", "p", "other", "same")
+		b.Submit(one)
+		b.Submit(two)
+		waitBacklog(t, b, 3)
+		close(gt.release)
+		wg.Wait()
 
-	if bundles := gt.recorded(); len(bundles) != 2 || bundles[1][0].Count != 2 {
-		t.Fatalf("second flush should carry 2 frames (one per distinct hash), got %+v", bundles)
-	}
-	if r := one.Results[0]; r.Status != Queued || r.Offset != 1 {
-		t.Fatalf("first occurrence: %+v, want queued at 1", r)
-	}
-	if r := two.Results[1]; r.Status != Duplicate || r.Offset != 1 || r.MessageID != one.Frames[0].ID {
-		t.Fatalf("repeat: %+v, want duplicate of offset 1 with the first's id", r)
-	}
-	if r := two.Results[0]; r.Status != Queued || r.Offset != 2 {
-		t.Fatalf("other: %+v, want queued at 2", r)
-	}
+		if bundles := gt.recorded(); len(bundles) != 2 || bundles[1][0].Count != 2 {
+			t.Fatalf("second flush should carry 2 frames (one per distinct hash), got %+v", bundles)
+		}
+		if r := one.Results[0]; r.Status != Queued || r.Offset != 1 {
+			t.Fatalf("first occurrence: %+v, want queued at 1", r)
+		}
+		if r := two.Results[1]; r.Status != Duplicate || r.Offset != 1 || r.MessageID != one.Frames[0].ID {
+			t.Fatalf("repeat: %+v, want duplicate of offset 1 with the first's id", r)
+		}
+		if r := two.Results[0]; r.Status != Queued || r.Offset != 2 {
+			t.Fatalf("other: %+v, want queued at 2", r)
+		}
+	})
 }
 
 func TestDuplicateAgainstStoredHistory(t *testing.T) {
@@ -495,17 +506,15 @@ func TestDedupCacheWarmsUpFromStoredHistory(t *testing.T) {
 	})
 }
 
-// waitBacklog waits until the (single) shard holds n accumulated frames: submissions are
-// asynchronous, and a test that releases a held flush before they arrived would see them
-// split over more flushes.
+// waitBacklog waits until every goroutine of the test's bubble is blocked and checks
+// that the (single) shard holds n accumulated frames: submissions are asynchronous, and
+// a test that releases a held flush before they arrived would see them split over more
+// flushes.
 func waitBacklog(t *testing.T, b *Batcher, n int64) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for b.shards[0].backlog.Load() != n {
-		if time.Now().After(deadline) {
-			t.Fatalf("shard backlog %d, want %d", b.shards[0].backlog.Load(), n)
-		}
-		time.Sleep(time.Millisecond)
+	synctest.Wait()
+	if got := b.shards[0].backlog.Load(); got != n {
+		t.Fatalf("shard backlog %d, want %d", got, n)
 	}
 }
 
