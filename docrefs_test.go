@@ -92,6 +92,9 @@ func checkRefs(text, dir string, first int, idx docIndex) []badRef {
 		}
 		for _, m := range sectionRE.FindAllStringSubmatch(line, -1) {
 			doc := path.Clean(m[1])
+			if _, ok := idx.sections[doc]; !ok && !idx.exists(doc) {
+				doc = path.Join(dir, m[1])
+			}
 			if secs, ok := idx.sections[doc]; ok && !secs[m[2]] {
 				add(m[0], "no such section")
 			} else if !ok && idx.exists(doc) {
@@ -194,7 +197,10 @@ func TestDocumentReferences(t *testing.T) {
 		if ext == ".go" {
 			texts, lines = goComments(p, src)
 		}
-		dir := path.Dir(filepath.ToSlash(p))
+		dir := "." // a path in code, SQL or YAML is read from the root
+		if ext == ".md" {
+			dir = path.Dir(filepath.ToSlash(p)) // Markdown links are relative to the page
+		}
 		for i, text := range texts {
 			for _, r := range checkRefs(text, dir, lines[i], idx) {
 				t.Errorf("%s:%d: %q: %s", p, r.line, r.ref, r.why)
@@ -237,6 +243,7 @@ func TestCheckRefs(t *testing.T) {
 		{"existing docs directory", ".", "the CSV in docs/soak/", nil},
 		{"docs yaml", ".", "docs/openapi.yaml lists the bounds.", nil},
 		{"relative link in docs", "docs", "[streams.md](streams.md) and [openapi.yaml](openapi.yaml)", nil},
+		{"relative section in docs", "docs", "streams.md §3.2 and api.md §5.3, not api.md §5.98", []string{"api.md §5.98"}},
 		{"relative link to the root", "docs", "the [README](../README.md)", nil},
 		{"relative link missing", "docs", "[x](../NOTES.md)", []string{"../NOTES.md"}},
 		{"root document", "core/push", "README.md says", nil},

@@ -524,7 +524,7 @@ func TestStreamsDeletion(t *testing.T) {
 }
 
 // TestStreamsSinkEncrypted: sink items to an encrypted queue are sealed at rest as a push
-// would seal them (decision 5), and popped back as sent.
+// would seal them (docs/streams.md §6), and popped back as sent.
 func TestStreamsSinkEncrypted(t *testing.T) {
 	t.Parallel()
 	b := startBroker(t, map[string]string{"QUEEN_ENCRYPTION_KEY": encKeyA})

@@ -236,7 +236,7 @@ func renderPush(b []byte, results []push.Result) []byte {
 			b = strconv.AppendInt(b, r.Offset, 10)
 		}
 		if r.Err != nil {
-			// Only an item refused for encryption has one (the issue's addition to
+			// Only an item refused for encryption has one (our addition to
 			// docs/api.md §5.1, which has no per-item error text): failed says it was not
 			// stored, error says why and whether a retry can help.
 			b = append(b, `,"error":`...)

@@ -46,7 +46,7 @@
 //     expiry even when it did (the messages after the cursor come again, in order,
 //     after it expires). failed/dlq dead-letter the message straight away (no retry
 //     budget: the worker decided), move the cursor to it and release the lease, which
-//     the answer reports (lease_released true, decision 4). A completed ack on a
+//     the answer reports (lease_released true, docs/streams.md §6). A completed ack on a
 //     partition its group has no cursor on (never popped there) inserts one at the
 //     message, without a lease, as Queen does; a dead-letter ack there is refused.
 //
@@ -56,7 +56,7 @@
 // hot-list and the peers learn), a dead-letter move as a commit of the source partition,
 // a released lease to the hot-list.
 //
-// # Deterministic sink transaction ids (decision 3)
+// # Deterministic sink transaction ids (docs/streams.md §3.5)
 //
 // A sink item sent without a transactionId gets SinkTransactionID: a digest of the shard,
 // the cycle's identity, the item's index, its queue and partition and its payload. The

@@ -232,7 +232,7 @@ func (s *Service) Cycle(ctx context.Context, tenant, producerSub string, in Cycl
 // the hot-list.
 func (s *Service) acked(tenant string, it ports.AckItem, res ports.CycleResult, out *AckOutcome) {
 	out.DLQ = res.Ack.DLQ
-	// A dead-letter ack clears the lease whatever release_lease said (decision 4).
+	// A dead-letter ack clears the lease whatever release_lease said (docs/streams.md §6).
 	out.LeaseReleased = res.Ack.LeaseReleased || res.Ack.DLQ
 	if out.DLQ {
 		out.Count = 0
@@ -300,7 +300,7 @@ func ackItem(partitionID, group string, a Ack) (ports.AckItem, AckOutcome, error
 	return it, AckOutcome{Count: count}, nil
 }
 
-// idBasis is what identifies a cycle's output across retries (decision 3): the source
+// idBasis is what identifies a cycle's output across retries (docs/streams.md §3.5): the source
 // message its ack names, else the state keys it flushes (its deletes, in order); "" when
 // neither exists (sink items then get minted ids, as plain pushes do).
 func idBasis(in CycleInput) string {
