@@ -127,8 +127,11 @@ func TestDependencyRule(t *testing.T) {
 // adapterMayImport says why adapter package dir may not import p ("" when it may).
 func adapterMayImport(dir, p string) string {
 	own := strings.Join(strings.Split(dir, "/")[:2], "/") // adapters/<name>
-	if hasPrefix(p, module+"/adapters") && !hasPrefix(p, module+"/"+own) {
+	if hasPrefix(p, module+"/adapters") && !hasPrefix(p, module+"/"+own, sharedAdapter) {
 		return "adapters never import each other"
+	}
+	if own == "adapters/pgerr" && !isStd(p) && p != module+"/ports" {
+		return "the adapters share it: it may import only ports and the standard library"
 	}
 	if hasPrefix(p, module) && !hasPrefix(p, module+"/ports", module+"/core", module+"/schema", module+"/adapters") {
 		return "adapters import only ports, core and schema of this module"
