@@ -11,6 +11,7 @@ import (
 
 	"github.com/queen-go/queen/adapters/jwks"
 	"github.com/queen-go/queen/config"
+	"github.com/queen-go/queen/core/consume"
 	"github.com/queen-go/queen/core/drain"
 	"github.com/queen-go/queen/core/fusion"
 	"github.com/queen-go/queen/core/hotlist"
@@ -29,6 +30,7 @@ type App struct {
 	cfg     config.Config
 	log     *slog.Logger
 	flags   *maintenance.Flags
+	consume *consume.Service
 	batcher *fusion.Batcher
 	spool   *spool.Spool
 	drainer *drain.Drainer
@@ -46,9 +48,9 @@ type App struct {
 // NewApp assembles the broker from its components.
 func NewApp(cfg config.Config, log *slog.Logger, flags *maintenance.Flags, b *fusion.Batcher, sp *spool.Spool,
 	d *drain.Drainer, hot *hotlist.List, mesh *peers.Mesh, ret *retention.Job, keys *jwks.Client, ready *readiness.Check,
-	srv *http.Server) *App {
-	return &App{cfg: cfg, log: log, flags: flags, batcher: b, spool: sp, drainer: d, hot: hot, mesh: mesh, ret: ret, keys: keys,
-		ready: ready, http: srv, failed: make(chan error, 1)}
+	srv *http.Server, c *consume.Service) *App {
+	return &App{cfg: cfg, log: log, flags: flags, consume: c, batcher: b, spool: sp, drainer: d, hot: hot, mesh: mesh,
+		ret: ret, keys: keys, ready: ready, http: srv, failed: make(chan error, 1)}
 }
 
 // Logger is the broker's logger.
@@ -97,15 +99,20 @@ func (a *App) Addr() net.Addr { return a.ln.Addr() }
 // Failed delivers the error that ended HTTP serving on its own (not by Stop).
 func (a *App) Failed() <-chan error { return a.failed }
 
-// Stop shuts the broker down in this order: stop accepting and answer the parked long
-// polls (204), let in-flight requests finish within ctx (their pushes commit), stop the
-// retention cycle, the peer hints and the hot-list's background work, stop the spool's drain, commit what fusion still holds (given DB_STATEMENT_TIMEOUT whatever
-// ctx says), flush and close the spool, stop re-reading the maintenance flags. Every
-// step runs even when an earlier one failed.
+// Stop shuts the broker down in this order: GET /ready answers 503; the parked long polls
+// answer (204) and the listener stops accepting; in-flight requests finish within ctx
+// (their pushes commit); the JWKS refresh, the retention cycle, the peer hints and the
+// hot-list's background work stop; the spool's drain stops; fusion commits what it still
+// holds (given DB_STATEMENT_TIMEOUT whatever ctx says); the spool is flushed and closed;
+// the maintenance flags are no longer re-read. Every step runs even when an earlier one
+// failed.
 func (a *App) Stop(ctx context.Context) error {
 	a.ready.Stopping() // GET /ready answers 503 from here on
 	a.log.Info("shutting down: draining in-flight requests", "timeout", a.cfg.ShutdownTimeout)
 	var errs []error
+	// The parked long polls would hold the shutdown for their whole timeout: they answer
+	// now (204), and a pop arriving before the listener closes answers at once.
+	a.consume.Stop()
 	if err := a.http.Shutdown(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("http: shutdown: %w", err))
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"path/filepath"
 	"time"
@@ -237,7 +236,7 @@ func ProvideHotlist(store *postgres.Store, waker *consume.Waker, commits *notify
 	cfg config.Config, log *slog.Logger) *hotlist.List {
 	l := hotlist.New(store, hotlist.Options{
 		Enabled: cfg.Hotlist, Wake: waker.Notify, Shards: cfg.HotlistShards, WindowBatch: cfg.HotlistWindowBatch,
-		Reseed: cfg.HotlistReseed, IdleSweep: cfg.HotlistIdleSweep, Stranded: 2 * cfg.StatementTimeout,
+		Reseed: cfg.HotlistReseed, IdleSweep: cfg.HotlistIdleSweep, StatementTimeout: cfg.StatementTimeout,
 		TopN: cfg.LogTopNQueues, Trace: cfg.HotlistTrace, Logger: log,
 	})
 	commits.Subscribe(l.Committed)
@@ -297,11 +296,9 @@ func ProvideHandler(p *push.Service, c *consume.Service, m *maintenance.Flags, q
 			Observers: []httpapi.Observer{requests}, Ready: ready.Ready, OpenAPI: OpenAPI()})
 }
 
-// ProvideHTTPServer builds the HTTP server (App.Start listens). Its shutdown ends the
-// parked long polls first: they would hold a graceful stop for their whole timeout.
-func ProvideHTTPServer(cfg config.Config, h http.Handler, c *consume.Service) *http.Server {
-	srv := httpapi.NewServer(net.JoinHostPort(cfg.BindAddr, fmt.Sprint(cfg.Port)), h)
+// ProvideHTTPServer builds the HTTP server (App.Start listens, App.Stop shuts it down).
+func ProvideHTTPServer(cfg config.Config, h http.Handler) *http.Server {
+	srv := httpapi.NewServer(cfg.Addr(), h)
 	srv.ReadTimeout = cfg.ReadTimeout
-	srv.RegisterOnShutdown(c.Stop)
 	return srv
 }

@@ -2,24 +2,19 @@ package queen
 
 import (
 	"log/slog"
-	"strings"
-	"time"
 
 	"github.com/queen-go/queen/adapters/jwks"
 	"github.com/queen-go/queen/config"
 	"github.com/queen-go/queen/core/auth"
 )
 
-// ProvideKeySet builds the JWKS client when authentication is on, JWT_JWKS_URL is set
-// and the algorithm can use it (RS*, EdDSA, auto); nil otherwise. It fetches nothing
-// until App.Start starts it.
+// ProvideKeySet builds the JWKS client when the configuration uses one
+// (config.UsesJWKS); nil otherwise. It fetches nothing until App.Start starts it.
 func ProvideKeySet(cfg config.Config, log *slog.Logger) (*jwks.Client, error) {
-	if !cfg.JWTEnabled || cfg.JWTJWKSURL == "" || strings.HasPrefix(cfg.JWTAlgorithm, "HS") {
+	if !cfg.UsesJWKS() {
 		return nil, nil
 	}
-	return jwks.New(cfg.JWTJWKSURL, jwks.Options{
-		Refresh: time.Duration(cfg.JWTJWKSRefresh) * time.Second, Timeout: cfg.JWTJWKSTimeout, Logger: log,
-	})
+	return jwks.New(cfg.JWTJWKSURL, jwks.Options{Refresh: cfg.JWTRefresh(), Timeout: cfg.JWTJWKSTimeout, Logger: log})
 }
 
 // ProvideVerifier builds the token verifier from the JWT_* variables (docs/api.md §3, §6.5);
@@ -29,14 +24,9 @@ func ProvideVerifier(cfg config.Config, keys *jwks.Client, log *slog.Logger) (*a
 	if !cfg.JWTEnabled {
 		return nil, nil
 	}
-	// JWT_CLOCK_SKEW=0 means no tolerance; the verifier reads 0 as its default.
-	skew := time.Duration(cfg.JWTClockSkew) * time.Second
-	if skew == 0 {
-		skew = -1
-	}
 	opts := auth.Options{
 		Algorithm: cfg.JWTAlgorithm, Secret: cfg.JWTSecret, PublicKey: cfg.JWTPublicKey,
-		Issuer: cfg.JWTIssuer, Audience: cfg.JWTAudience, ClockSkew: skew,
+		Issuer: cfg.JWTIssuer, Audience: cfg.JWTAudience, ClockSkew: cfg.JWTLeeway(), Logger: log,
 		RolesClaim: cfg.JWTRolesClaim, RolesArrayClaim: cfg.JWTRolesArrayClaim,
 		RoleNames: auth.RoleNames{Admin: cfg.JWTRoleAdmin, ReadWrite: cfg.JWTRoleReadWrite,
 			ReadOnly: cfg.JWTRoleReadOnly, WriteOnly: cfg.JWTRoleWriteOnly},
@@ -47,10 +37,6 @@ func ProvideVerifier(cfg config.Config, keys *jwks.Client, log *slog.Logger) (*a
 	v, err := auth.New(opts)
 	if err != nil {
 		return nil, err
-	}
-	if cfg.JWTSecret != "" && len(cfg.JWTSecret) < auth.MinSecretBytes {
-		log.Warn("JWT_SECRET is shorter than 32 bytes: HS tokens are easier to forge; use a longer random secret",
-			"bytes", len(cfg.JWTSecret))
 	}
 	log.Info("authentication is on", "algorithm", cfg.JWTAlgorithm, "jwks", cfg.JWTJWKSURL != "",
 		"issuer", cfg.JWTIssuer, "audience", cfg.JWTAudience)

@@ -85,8 +85,8 @@ func InitializeApp(ctx context.Context, cfg config.Config) (*App, func(), error)
 		return nil, nil, err
 	}
 	handler := ProvideHandler(pushService, service, flags, queuesService, drainer, store, batcher, limiter, list, mesh, waker, resources, groups, messages, traces, streamsService, job, verifier, check, cfg, logger)
-	server := ProvideHTTPServer(cfg, handler, service)
-	app := NewApp(cfg, logger, flags, batcher, spool, drainer, list, mesh, job, client, check, server)
+	server := ProvideHTTPServer(cfg, handler)
+	app := NewApp(cfg, logger, flags, batcher, spool, drainer, list, mesh, job, client, check, server, service)
 	return app, func() {
 		cleanup4()
 		cleanup3()

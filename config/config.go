@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/queen-go/queen/core/auth"
 )
 
 // Config is the server configuration. Every exported field is read from the
@@ -254,6 +256,36 @@ func (c Config) DedupCacheBytes() int64 {
 		return -1
 	}
 	return int64(c.DedupCacheMB) << 20
+}
+
+// PartitionCleanupIdle is how long a partition that retains nothing must go unwritten
+// before it is deleted (PARTITION_CLEANUP_DAYS), or 0 when QUEEN_PARTITION_CLEANUP_ENABLED
+// turns the cleanup off.
+func (c Config) PartitionCleanupIdle() time.Duration {
+	if !c.PartitionCleanup {
+		return 0
+	}
+	return time.Duration(c.PartitionIdleDays) * 24 * time.Hour
+}
+
+// JWTLeeway is the tolerance of the exp, nbf and iat claims (JWT_CLOCK_SKEW) as
+// auth.Options.ClockSkew takes it: JWT_CLOCK_SKEW=0 means none (auth.NoClockSkew), not
+// the verifier's default.
+func (c Config) JWTLeeway() time.Duration {
+	if c.JWTClockSkew == 0 {
+		return auth.NoClockSkew
+	}
+	return time.Duration(c.JWTClockSkew) * time.Second
+}
+
+// JWTRefresh is the period of the JWKS re-fetch (JWT_JWKS_REFRESH_INTERVAL, in seconds).
+func (c Config) JWTRefresh() time.Duration { return time.Duration(c.JWTJWKSRefresh) * time.Second }
+
+// UsesJWKS reports whether the broker fetches the key set of JWT_JWKS_URL: authentication
+// is on, the URL is set and the algorithm checks its tokens with a key set (RS*, EdDSA,
+// auto; HS* never does).
+func (c Config) UsesJWKS() bool {
+	return c.JWTEnabled && c.JWTJWKSURL != "" && auth.Usable(c.JWTAlgorithm).KeySet
 }
 
 // EncryptionKeyOldBytes returns the decoded previous key (QUEEN_ENCRYPTION_KEY_OLD),

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/caarlos0/env/v11"
+
+	"github.com/queen-go/queen/core/auth"
 )
 
 // FieldError reports one invalid variable.
@@ -254,20 +256,16 @@ func Parse(environ map[string]string) (Config, error) {
 }
 
 // jwtKeyMaterial checks that the token algorithm has something to check tokens with:
-// the broker must not start with authentication on and no key (docs/api.md §3).
+// the broker must not start with authentication on and no key (docs/api.md §3). The rule
+// is auth's (auth.Usable); this names the variables that would satisfy it.
 func (c Config) jwtKeyMaterial() error {
-	alg := c.JWTAlgorithm
-	switch {
-	case strings.HasPrefix(alg, "HS") && c.JWTSecret == "":
-		return fmt.Errorf("config: JWT_ENABLED=true, %s=%s: want %s", envName("JWTAlgorithm"), alg, envName("JWTSecret"))
-	case (strings.HasPrefix(alg, "RS") || alg == "EdDSA") && c.JWTPublicKey == "" && c.JWTJWKSURL == "":
-		return fmt.Errorf("config: JWT_ENABLED=true, %s=%s: want %s or %s", envName("JWTAlgorithm"), alg,
-			envName("JWTPublicKey"), envName("JWTJWKSURL"))
-	case alg == "auto" && c.JWTSecret == "" && c.JWTPublicKey == "" && c.JWTJWKSURL == "":
-		return fmt.Errorf("config: JWT_ENABLED=true, %s=auto: want %s, %s or %s", envName("JWTAlgorithm"),
-			envName("JWTSecret"), envName("JWTPublicKey"), envName("JWTJWKSURL"))
+	have := auth.KeyMaterial{Secret: c.JWTSecret != "", PublicKey: c.JWTPublicKey != "", KeySet: c.JWTJWKSURL != ""}
+	var missing *auth.MissingKeyError
+	if err := auth.CheckKeyMaterial(c.JWTAlgorithm, have); !errors.As(err, &missing) {
+		return nil // JWT_ALGORITHM is one of the algorithms auth knows (its oneof tag)
 	}
-	return nil
+	return fmt.Errorf("config: JWT_ENABLED=true, %s=%s: want %s", envName("JWTAlgorithm"), c.JWTAlgorithm,
+		missing.Want.Either(envName("JWTSecret"), envName("JWTPublicKey"), envName("JWTJWKSURL")))
 }
 
 // oneofSpelling returns the entry of f's oneof list that v matches case-insensitively:

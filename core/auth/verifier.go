@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -21,6 +22,22 @@ const MinSecretBytes = 32
 // DefaultClockSkew is the tolerance applied to exp, nbf and iat unless Options says
 // otherwise (JWT_CLOCK_SKEW).
 const DefaultClockSkew = 30 * time.Second
+
+// NoClockSkew, as Options.ClockSkew, applies exp, nbf and iat without tolerance (any
+// negative value does): 0 means DefaultClockSkew.
+const NoClockSkew time.Duration = -1
+
+// The other defaults of Options that the server's variables share: config's defaults are
+// these values (its tests check it).
+const (
+	DefaultAlgorithm       = "HS256" // JWT_ALGORITHM
+	DefaultRolesClaim      = "role"  // JWT_ROLES_CLAIM
+	DefaultRolesArrayClaim = "roles" // JWT_ROLES_ARRAY_CLAIM
+)
+
+// DefaultRoleNames are the role names of JWT_ROLE_ADMIN, JWT_ROLE_READ_WRITE,
+// JWT_ROLE_READ_ONLY and JWT_ROLE_WRITE_ONLY by default.
+var DefaultRoleNames = RoleNames{Admin: "admin", ReadWrite: "read-write", ReadOnly: "read-only", WriteOnly: "write-only"}
 
 // KeySet finds the public key a token names by its kid: a JWKS client (adapters/jwks).
 // Key returns an *rsa.PublicKey or an ed25519.PublicKey; an error wrapping
@@ -56,8 +73,8 @@ type Options struct {
 	Issuer string
 	// Audience, when set, must be the aud claim or one of its elements.
 	Audience string
-	// ClockSkew is how far exp, nbf and iat may be off [DefaultClockSkew]; negative
-	// means no tolerance.
+	// ClockSkew is how far exp, nbf and iat may be off [DefaultClockSkew]; NoClockSkew
+	// (any negative value) means no tolerance.
 	ClockSkew time.Duration
 	// RolesClaim is the string claim holding one role name [role]; RolesArrayClaim the
 	// array claim holding several [roles]. Roles from both are combined.
@@ -66,6 +83,9 @@ type Options struct {
 	RoleNames       RoleNames
 	// Now is the clock [time.Now].
 	Now func() time.Time
+	// Logger hears the warning about a secret shorter than MinSecretBytes
+	// [slog.Default()].
+	Logger *slog.Logger
 }
 
 // Verifier checks tokens and turns them into principals. It is safe for concurrent use.
@@ -86,7 +106,7 @@ type Verifier struct {
 // start with authentication on and nothing to check tokens against.
 func New(opts Options) (*Verifier, error) {
 	if opts.Algorithm == "" {
-		opts.Algorithm = "HS256"
+		opts.Algorithm = DefaultAlgorithm
 	}
 	switch {
 	case opts.ClockSkew == 0:
@@ -97,17 +117,20 @@ func New(opts Options) (*Verifier, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
 	defaults := func(s *string, def string) {
 		if *s == "" {
 			*s = def
 		}
 	}
-	defaults(&opts.RolesClaim, "role")
-	defaults(&opts.RolesArrayClaim, "roles")
-	defaults(&opts.RoleNames.Admin, "admin")
-	defaults(&opts.RoleNames.ReadWrite, "read-write")
-	defaults(&opts.RoleNames.ReadOnly, "read-only")
-	defaults(&opts.RoleNames.WriteOnly, "write-only")
+	defaults(&opts.RolesClaim, DefaultRolesClaim)
+	defaults(&opts.RolesArrayClaim, DefaultRolesArrayClaim)
+	defaults(&opts.RoleNames.Admin, DefaultRoleNames.Admin)
+	defaults(&opts.RoleNames.ReadWrite, DefaultRoleNames.ReadWrite)
+	defaults(&opts.RoleNames.ReadOnly, DefaultRoleNames.ReadOnly)
+	defaults(&opts.RoleNames.WriteOnly, DefaultRoleNames.WriteOnly)
 
 	acc, err := accepted(opts.Algorithm)
 	if err != nil {
@@ -130,17 +153,21 @@ func New(opts Options) (*Verifier, error) {
 			return nil, fmt.Errorf("auth: %w", err)
 		}
 	}
-	auto := strings.EqualFold(opts.Algorithm, "auto")
-	usable := false // some accepted algorithm has key material
-	for alg := range acc {
-		ok := v.hasKeyFor(algorithms[alg])
-		if !ok && !auto {
-			return nil, fmt.Errorf("auth: algorithm %s: %s", opts.Algorithm, missingKey(algorithms[alg], v.static))
-		}
-		usable = usable || ok
+	have := KeyMaterial{Secret: opts.Secret != "", PublicKey: opts.PublicKey != "", KeySet: opts.Keys != nil}
+	if err := CheckKeyMaterial(opts.Algorithm, have); err != nil {
+		return nil, fmt.Errorf("auth: %w", err)
 	}
-	if !usable {
-		return nil, errors.New("auth: algorithm auto: no key material (a secret, a public key or a key set)")
+	if !strings.EqualFold(opts.Algorithm, "auto") && v.keys == nil && v.static != nil {
+		// One family (RS256 accepts RS384 and RS512 too): the public key must be of it.
+		for alg := range acc {
+			if f := algorithms[alg]; f != familyHMAC && familyOfKey(v.static) != f {
+				return nil, fmt.Errorf("auth: algorithm %s: the public key is a %T, not a key of this algorithm", opts.Algorithm, v.static)
+			}
+		}
+	}
+	if len(opts.Secret) < MinSecretBytes && opts.Secret != "" {
+		opts.Logger.Warn(fmt.Sprintf("JWT_SECRET is shorter than %d bytes: HS tokens are easier to forge; use a longer random secret", MinSecretBytes),
+			"bytes", len(opts.Secret))
 	}
 	popts := []jwt.ParserOption{jwt.WithLeeway(opts.ClockSkew), jwt.WithExpirationRequired(), jwt.WithIssuedAt(),
 		jwt.WithTimeFunc(opts.Now)}
@@ -156,26 +183,6 @@ func New(opts Options) (*Verifier, error) {
 		v.parsers[alg] = jwt.NewParser(append([]jwt.ParserOption{jwt.WithValidMethods([]string{alg})}, popts...)...)
 	}
 	return v, nil
-}
-
-// hasKeyFor reports whether v has key material for family f.
-func (v *Verifier) hasKeyFor(f family) bool {
-	switch f {
-	case familyHMAC:
-		return len(v.secret) > 0
-	default:
-		return v.keys != nil || familyOfKey(v.static) == f
-	}
-}
-
-func missingKey(f family, static crypto.PublicKey) string {
-	switch {
-	case f == familyHMAC:
-		return "no secret"
-	case static != nil:
-		return fmt.Sprintf("the public key is a %T, not a key of this algorithm", static)
-	}
-	return "no public key and no key set"
 }
 
 // header is the part of a JOSE header we read before verifying.

@@ -11,6 +11,15 @@ import (
 	"github.com/queen-go/queen/ports"
 )
 
+// The defaults of Options that the server's variables share: config's defaults are these
+// values (its tests check it).
+const (
+	DefaultShards      = 8               // QUEEN_HOTLIST_SHARDS
+	DefaultWindowBatch = 100             // QUEEN_HOTLIST_WINDOW_BATCH
+	DefaultReseed      = 5 * time.Second // QUEEN_HOTLIST_RESEED_MS
+	DefaultTopN        = 10              // QUEEN_LOG_TOPN_QUEUES
+)
+
 // Options tunes a List; zero values take the defaults in brackets.
 type Options struct {
 	// Enabled turns the hot-list on (QUEEN_HOTLIST). Off, every hook is one branch: marks
@@ -35,7 +44,7 @@ type Options struct {
 	// they find it cold [1 s]; it doubles, up to Reseed, while such reseeds find nothing.
 	ReseedGap time.Duration
 	// IdleSweep is the period of the sweep that drops unused queues' state
-	// (QUEEN_HOTLIST_IDLE_SWEEP_MS, 60 s by default there); 0 disables it.
+	// (QUEEN_HOTLIST_IDLE_SWEEP_MS); 0 disables it.
 	IdleSweep time.Duration
 	// LeasePark caps how long a leased partition waits in the wheel [1 s].
 	LeasePark time.Duration
@@ -43,9 +52,12 @@ type Options struct {
 	// of a busy cursor row [50 ms, 1 s].
 	RevisitMin, RevisitMax time.Duration
 	// Stranded is how long a checked-out slot may stay in flight before a reseed takes it
-	// back (its pop was dropped between check-out and check-in) [60 s: twice the
-	// default statement timeout].
+	// back (its pop was dropped between check-out and check-in) [twice StatementTimeout;
+	// 60 s without one].
 	Stranded time.Duration
+	// StatementTimeout is the longest one statement of a pop runs (DB_STATEMENT_TIMEOUT):
+	// a slot in flight for twice as long belongs to a pop that was dropped.
+	StatementTimeout time.Duration
 	// LogEvery is the period of the reseed-floor log line [30 s]; TopN the busiest rings
 	// it names [10, QUEEN_LOG_TOPN_QUEUES].
 	LogEvery time.Duration
@@ -61,18 +73,21 @@ func (o *Options) defaults() {
 	if o.Wake == nil {
 		o.Wake = func(string, string) {}
 	}
-	setDefault(&o.Shards, 8)
-	setDefault(&o.WindowBatch, 100)
+	setDefault(&o.Shards, DefaultShards)
+	setDefault(&o.WindowBatch, DefaultWindowBatch)
 	setDefault(&o.ReseedPage, 10_000)
 	setDefault(&o.ReseedPages, 200)
-	setDefault(&o.TopN, 10)
+	setDefault(&o.TopN, DefaultTopN)
 	setDefault(&o.TraceRate, 100)
 	setDefault(&o.WakeTick, 5*time.Millisecond)
-	setDefault(&o.Reseed, 5*time.Second)
+	setDefault(&o.Reseed, DefaultReseed)
 	setDefault(&o.ReseedGap, time.Second)
 	setDefault(&o.LeasePark, time.Second)
 	setDefault(&o.RevisitMin, 50*time.Millisecond)
 	setDefault(&o.RevisitMax, time.Second)
+	if o.Stranded == 0 && o.StatementTimeout > 0 {
+		o.Stranded = 2 * o.StatementTimeout
+	}
 	setDefault(&o.Stranded, time.Minute)
 	setDefault(&o.LogEvery, 30*time.Second)
 	if o.Logger == nil {

@@ -11,12 +11,29 @@ import (
 	"github.com/queen-go/queen/ports"
 )
 
+// The defaults of Options that the server's variables share: config's defaults are these
+// values (its tests check it).
+const (
+	DefaultInterval    = 5 * time.Second // RETENTION_INTERVAL
+	DefaultBatchSize   = 1000            // RETENTION_BATCH_SIZE
+	DefaultParallelism = 1               // RETENTION_PARALLELISM
+)
+
+// dueCapSteps is how many steps' worth of rows (BatchSize x Parallelism) one cycle
+// removes at most unless DueCap says otherwise: a backlog drains over several cycles
+// instead of holding one for long.
+const dueCapSteps = 5
+
 // Options configures a Job; zero values take the defaults in brackets.
 type Options struct {
 	Interval  time.Duration // [5 s] RETENTION_INTERVAL: time between cycles
 	BatchSize int           // [1000] RETENTION_BATCH_SIZE: rows per step
-	// DueCap bounds the partitions walked and the rows removed per cycle. [5 x BatchSize]
+	// DueCap bounds the partitions walked and the rows removed per cycle
+	// (QUEEN_RETENTION_DUE_CAP). [5 x BatchSize x Parallelism]
 	DueCap int
+	// Parallelism scales the default DueCap (RETENTION_PARALLELISM); the steps
+	// themselves run one after the other. [1]
+	Parallelism int
 	// CleanupIdle is how long a partition holding nothing must go unwritten before it
 	// is deleted; 0 turns the cleanup off. [0] (the server passes PARTITION_CLEANUP_DAYS)
 	CleanupIdle time.Duration
@@ -56,13 +73,16 @@ type Job struct {
 // New returns the cycle over store.
 func New(store ports.RetentionStore, opts Options) *Job {
 	if opts.Interval <= 0 {
-		opts.Interval = 5 * time.Second
+		opts.Interval = DefaultInterval
 	}
 	if opts.BatchSize <= 0 {
-		opts.BatchSize = 1000
+		opts.BatchSize = DefaultBatchSize
+	}
+	if opts.Parallelism <= 0 {
+		opts.Parallelism = DefaultParallelism
 	}
 	if opts.DueCap <= 0 {
-		opts.DueCap = 5 * opts.BatchSize
+		opts.DueCap = dueCapSteps * opts.BatchSize * opts.Parallelism
 	}
 	if opts.CleanupEvery <= 0 {
 		opts.CleanupEvery = 10 * time.Minute

@@ -89,6 +89,7 @@ func TestCycle(t *testing.T) {
 		rows      []int
 		batch     int
 		dueCap    int
+		parallel  int
 		cycles    int
 		wantLeft  []int
 		wantCalls []string
@@ -118,12 +119,20 @@ func TestCycle(t *testing.T) {
 			wantLeft:  []int{0, 0},
 			wantCalls: []string{`trim "" 5 5`, `trim "" 5 5`},
 		},
+		{
+			name: "no cap: five steps' worth", rows: []int{1}, batch: 10, cycles: 1,
+			wantLeft: []int{0}, wantCalls: []string{`trim "" 50 10`},
+		},
+		{
+			name: "no cap: five steps' worth times the parallelism", rows: []int{1}, batch: 10, parallel: 3, cycles: 1,
+			wantLeft: []int{0}, wantCalls: []string{`trim "" 150 10`},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			f := &fakeStore{rows: tt.rows}
-			j := New(f, Options{BatchSize: tt.batch, DueCap: tt.dueCap})
+			j := New(f, Options{BatchSize: tt.batch, DueCap: tt.dueCap, Parallelism: tt.parallel})
 			for range tt.cycles {
 				if err := j.RunCycle(context.Background()); err != nil {
 					t.Fatal(err)
