@@ -19,6 +19,16 @@ import (
 	"github.com/queen-go/queen/ports"
 )
 
+// The defaults of Options that the server's variables share: config's defaults are these
+// values (its tests check it).
+const (
+	DefaultTimeout        = 30 * time.Second       // DEFAULT_TIMEOUT
+	DefaultPollInitial    = 100 * time.Millisecond // POP_WAIT_INITIAL_INTERVAL_MS
+	DefaultPollThreshold  = 3                      // POP_WAIT_BACKOFF_THRESHOLD
+	DefaultPollMultiplier = 2.0                    // POP_WAIT_BACKOFF_MULTIPLIER
+	DefaultPollMax        = time.Second            // POP_WAIT_MAX_INTERVAL_MS
+)
+
 // Options tunes a Service; zero values take the defaults in brackets (docs/api.md §6.2).
 type Options struct {
 	Sealer         *envelope.Sealer // opens encrypted payloads; nil = delivered as stored
@@ -45,22 +55,22 @@ func (o *Options) defaults() {
 		o.Waker = NewWaker()
 	}
 	if o.DefaultTimeout <= 0 {
-		o.DefaultTimeout = 30 * time.Second
+		o.DefaultTimeout = DefaultTimeout
 	}
 	if o.DefaultSubscription != ports.SubscribeNew {
 		o.DefaultSubscription = ports.SubscribeAll
 	}
 	if o.PollInitial <= 0 {
-		o.PollInitial = 100 * time.Millisecond
+		o.PollInitial = DefaultPollInitial
 	}
 	if o.PollThreshold <= 0 {
-		o.PollThreshold = 3
+		o.PollThreshold = DefaultPollThreshold
 	}
 	if o.PollMultiplier < 1 {
-		o.PollMultiplier = 2
+		o.PollMultiplier = DefaultPollMultiplier
 	}
 	if o.PollMax <= 0 {
-		o.PollMax = time.Second
+		o.PollMax = DefaultPollMax
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()

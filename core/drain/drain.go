@@ -37,15 +37,22 @@ type Options struct {
 	Logger     *slog.Logger
 }
 
+// The defaults of Options that the server's variables share: config's defaults are these
+// values (its tests check it).
+const (
+	DefaultMaxBatch = 100                    // FILE_BUFFER_MAX_BATCH
+	DefaultInterval = 100 * time.Millisecond // FILE_BUFFER_FLUSH_MS
+)
+
 func (o *Options) defaults() {
 	if o.MaxBatch <= 0 {
-		o.MaxBatch = 100
+		o.MaxBatch = DefaultMaxBatch
 	}
 	if o.BundleMax <= 0 {
-		o.BundleMax = 64
+		o.BundleMax = fusion.DefaultBundleMax
 	}
 	if o.Interval <= 0 {
-		o.Interval = 100 * time.Millisecond
+		o.Interval = DefaultInterval
 	}
 	if o.Backoff <= 0 {
 		o.Backoff = 100 * time.Millisecond

@@ -26,6 +26,10 @@ var (
 	ErrSeal = errors.New("encrypting the payload failed; the payload was not stored")
 )
 
+// DefaultCacheTTL is how long a flag read is trusted by default;
+// QUEEN_CACHE_REFRESH_INTERVAL_MS defaults to it too (config's tests check it).
+const DefaultCacheTTL = time.Minute
+
 // Options tunes a Policy; zero values take the defaults in brackets.
 type Options struct {
 	CacheTTL time.Duration // [60s] QUEEN_CACHE_REFRESH_INTERVAL_MS: how long a flag read is trusted
@@ -66,7 +70,7 @@ func New(sealer Sealer, settings ports.QueueSettings, opts Options) *Policy {
 		sealer = nil // a nil *envelope.Sealer (no key configured) is no sealer, not one that panics
 	}
 	if opts.CacheTTL <= 0 {
-		opts.CacheTTL = time.Minute
+		opts.CacheTTL = DefaultCacheTTL
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()

@@ -61,6 +61,15 @@ type Group struct {
 	remaining atomic.Int64
 }
 
+// The defaults of Options that the server's variables share: config's defaults are these
+// values (its tests check it).
+const (
+	DefaultShards     = 8                     // QUEEN_V2_FUSION_SHARDS
+	DefaultBundleMax  = 64                    // QUEEN_V2_BUNDLE_MAX: partitions per commit
+	DefaultHold       = 15 * time.Millisecond // QUEEN_V2_FUSION_HOLD_MS
+	DefaultCacheBytes = 512 << 20             // QUEEN_DEDUP_CACHE_MB, in bytes
+)
+
 // Options tunes a Batcher; zero values take the defaults in brackets.
 type Options struct {
 	Shards       int           // [8] QUEEN_V2_FUSION_SHARDS
@@ -81,13 +90,13 @@ type Options struct {
 
 func (o *Options) defaults() {
 	if o.Shards <= 0 {
-		o.Shards = 8
+		o.Shards = DefaultShards
 	}
 	if o.BundleMax <= 0 {
-		o.BundleMax = 64
+		o.BundleMax = DefaultBundleMax
 	}
 	if o.Hold <= 0 {
-		o.Hold = 15 * time.Millisecond
+		o.Hold = DefaultHold
 	}
 	if o.MaxInflight <= 0 {
 		o.MaxInflight = 8
@@ -102,7 +111,7 @@ func (o *Options) defaults() {
 		o.SummaryEvery = 10 * time.Second
 	}
 	if o.CacheBytes == 0 {
-		o.CacheBytes = 512 << 20
+		o.CacheBytes = DefaultCacheBytes
 	}
 }
 

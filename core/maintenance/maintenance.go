@@ -11,6 +11,10 @@ import (
 	"github.com/queen-go/queen/ports"
 )
 
+// DefaultRefresh is how often the flags are re-read by default; QUEEN_MAINTENANCE_REFRESH_MS
+// defaults to it too (config's tests check it).
+const DefaultRefresh = time.Second
+
 // Options tunes a Flags; zero values take the defaults in brackets.
 type Options struct {
 	Refresh time.Duration // [1 s] how often the flags are re-read
@@ -36,7 +40,7 @@ type Flags struct {
 // New returns the flags, all off until Start reads them.
 func New(store ports.SystemState, opts Options) *Flags {
 	if opts.Refresh <= 0 {
-		opts.Refresh = time.Second
+		opts.Refresh = DefaultRefresh
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()

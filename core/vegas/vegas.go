@@ -5,6 +5,13 @@ import (
 	"time"
 )
 
+// The defaults of Options that the server's variables share: config's defaults are these
+// values (its tests check it). Beta defaults to twice Alpha.
+const (
+	DefaultAlpha = 3 // QUEEN_VEGAS_ALPHA
+	DefaultBeta  = 2 * DefaultAlpha
+)
+
 // Options bounds and tunes a Limiter. Zero values take the defaults in brackets.
 type Options struct {
 	Initial    int // starting limit [16]
@@ -30,7 +37,7 @@ func (o *Options) defaults() {
 	}
 	o.Initial = min(max(o.Initial, o.Min), o.Max)
 	if o.Alpha <= 0 {
-		o.Alpha = 3
+		o.Alpha = DefaultAlpha
 	}
 	if o.Beta <= o.Alpha {
 		o.Beta = o.Alpha * 2
