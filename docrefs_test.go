@@ -34,7 +34,7 @@ var (
 	docPathRE  = regexp.MustCompile(`(?:^|[^\w/.~${}-])((?:\.{1,2}/)*[\w-][\w.-]*(?:/[\w.-]+)*\.(?:md|txt))\b`)
 	docsDirRE  = regexp.MustCompile(`(?:^|[^\w/.~-])(docs/[\w./-]*[\w/])`)
 	issueRE    = regexp.MustCompile(`(?i)\bissues? #?[0-9]+`)
-	seedRE     = regexp.MustCompile(`(?i)\bseeds? [0-9]{3}\b`)
+	seedRE     = regexp.MustCompile(`(?i)\bseeds? [0-9]{3}\b|\bthe seed's\b|\bthe seeds\b`)
 	sectionRE  = regexp.MustCompile(`([\w./-]+\.md)(?:'s)? §([0-9]+(?:\.[0-9]+)*[a-z]?)`)
 	rowRE      = regexp.MustCompile(`docs/reliability\.md(?:'s)? (?:(F[0-9]+)|(L[0-9]+)|bad inputs? #([0-9]+))`)
 	headingRE  = regexp.MustCompile(`(?m)^#+ ([0-9]+(?:\.[0-9]+)*[a-z]?)\.? `)
@@ -255,6 +255,8 @@ func TestCheckRefs(t *testing.T) {
 		{"the word issue", ".", "the issue is the lock; issued 3 times", nil},
 		{"seed", ".", "the livelock of seed 001 and seeds 000/002", []string{"seed 001", "seeds 000"}},
 		{"seeded numbers", ".", "seeded 100 partitions", nil},
+		{"the seed's", ".", "the seed's table, as the seeds say", []string{"the seed's", "the seeds"}},
+		{"a random seed", ".", "logs the random seed 42 of the run and seed %d", nil},
 		{"url", ".", "https://github.com/queen-mq/queen/blob/master/docs/api.md and http://x/Issue 4", nil},
 		{"go identifiers", ".", "api.Handle and md.Render, s.md5", nil},
 		{"go file paths", ".", "core/spool/doc.go gives the format", nil},

@@ -9,7 +9,7 @@ import (
 )
 
 // fastPush parses the common shape of a push body without reflection and without
-// copying payloads: each item's Payload is a subslice of body (the seed's zero-copy
+// copying payloads: each item's Payload is a subslice of body (zero-copy
 // ingest; body lives until the push has committed). It handles exactly this shape:
 //
 //	{"items":[{"queue":"…","partition":"…"|null,"transactionId":"…"|null,"payload":<any>, <other keys>}, …], <other keys>}

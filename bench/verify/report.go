@@ -43,7 +43,7 @@ type Report struct {
 	Pass      bool          `json:"pass"`
 }
 
-// Column layout of the seed's table (benchmarks/ordered-pipeline): the name column is
+// Column layout of the verdict table of Queen's ordered-pipeline benchmark: the name column is
 // 27 wide, then right-aligned numbers ending at columns 37, 48, 57, 66, 75 and 86, then
 // two spaces and the verdict. Every number is printed as one space plus a field one
 // narrower, so a number wider than its column still stays separated.

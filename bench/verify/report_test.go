@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// seedTable is the verdict block of the seed's certified run (benchmarks/ordered-pipeline,
+// seedTable is the verdict block of the certified run of Queen's ordered-pipeline benchmark (benchmarks/ordered-pipeline,
 // raw/t3.out), byte for byte.
 const seedTable = `stage(queue_group)               msgs     unique     dups     gaps    viols   inflight  verdict
 cm-avail_cm-db                7379349    7379349        0        0        0      27993  PASS
@@ -51,7 +51,7 @@ func TestTableReproducesSeed(t *testing.T) {
 		r.Total.add(c)
 	}
 	if got := r.Table(); got != seedTable {
-		t.Errorf("table differs from the seed:\n%s\nwant:\n%s", got, seedTable)
+		t.Errorf("table differs from Queen's:\n%s\nwant:\n%s", got, seedTable)
 	}
 }
 
