@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/queen-go/queen/config"
 )
 
 // The repository stands on its own: every document a comment or a Markdown page cites is
@@ -295,5 +297,28 @@ func TestGoCommentsOnly(t *testing.T) {
 	}
 	if !slices.Equal(got, []string{"3:api.md", "4:ISSUE 4", "6:seed 001"}) {
 		t.Fatalf("refs in comments = %q", got)
+	}
+}
+
+// TestAPIDocListsEveryVariable: docs/api.md §6 names every environment variable the broker
+// reads, aliases included, so that the reference cannot fall behind the configuration.
+func TestAPIDocListsEveryVariable(t *testing.T) {
+	b, err := os.ReadFile("docs/api.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	start := strings.Index(doc, "\n## 6. ")
+	end := strings.Index(doc, "\n## 7. ")
+	if start < 0 || end < start {
+		t.Fatal("docs/api.md has no section 6 followed by section 7")
+	}
+	env := doc[start:end]
+	for _, v := range config.Variables() {
+		for _, name := range append([]string{v.Name}, v.Aliases...) {
+			if !strings.Contains(env, "`"+name+"`") {
+				t.Errorf("docs/api.md §6 does not name `%s`", name)
+			}
+		}
 	}
 }
