@@ -280,7 +280,8 @@ func biNameRows() []biRow {
 		{name: "13/pop-group-256-bytes", path: "/api/v1/pop/queue/bi-target?consumerGroup=" + strings.Repeat("g", 256),
 			status: 400, want: []string{"consumerGroup", "256", "255"}},
 		trip("13/queue-255-bytes-accepted", strings.Repeat("q", 255), strings.Repeat("p", 255)),
-		// "." and ".." are names (docs/design.md "Decisions"), reached as sent: the router does not clean paths.
+		// "." and ".." are names (docs/design.md "Decisions"), reached as sent: the router
+		// does not clean paths.
 		trip("13/dot-accepted", ".", "."),
 		trip("13/dotdot-accepted", "..", ".."),
 		// 14. Unicode names: accepted and byte-exact (no normalisation).

@@ -7,10 +7,10 @@ import "errors"
 // deleting from one directory would replay records twice or delete unreplayed ones.
 var ErrSpoolLocked = errors.New("spool directory is locked by another process")
 
-// SpoolFS is one spool directory (docs/design.md "The pieces"): the durable home of pushes the database
-// could not take. Names are plain file names in the directory, or "failed/<name>" for the
-// quarantine subdirectory; an adapter rejects anything else (no other separators, no
-// "..") so a name can never escape the directory.
+// SpoolFS is one spool directory (docs/design.md "The pieces"): the durable home of
+// pushes the database could not take. Names are plain file names in the directory, or
+// "failed/<name>" for the quarantine subdirectory; an adapter rejects anything else (no
+// other separators, no "..") so a name can never escape the directory.
 //
 // Durability is explicit: nothing written is assumed to survive a crash until
 // SpoolFile.Sync returned, and no created, renamed or removed name until SyncDir

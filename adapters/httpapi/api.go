@@ -271,11 +271,11 @@ func residentBytes(fallback uint64) uint64 {
 // (the caller listens). bench/floor serves its floor with it too, so the two differ only
 // in what is behind the push route.
 //
-// ReadTimeout bounds the whole request, body included (docs/reliability.md bad input #28), so a client
-// trickling a body cannot hold a connection and a handler: the body's read fails, which
-// readBody answers 408 and closes the connection. It does not cut long polls short:
-// net/http clears the connection's read deadline once the request is read (for its
-// background read, which watches for the client going away).
+// ReadTimeout bounds the whole request, body included (docs/reliability.md bad input
+// #28), so a client trickling a body cannot hold a connection and a handler: the body's
+// read fails, which readBody answers 408 and closes the connection. It does not cut
+// long polls short: net/http clears the connection's read deadline once the request is
+// read (for its background read, which watches for the client going away).
 func NewServer(addr string, h http.Handler) *http.Server {
 	return &http.Server{
 		Addr:              addr,

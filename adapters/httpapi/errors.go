@@ -40,7 +40,8 @@ func (e *tooLarge) Error() string {
 // (QUEEN_READ_TIMEOUT_MS) ran out (docs/reliability.md bad input #28).
 var errBodyTimedOut = errors.New("request body not received within the read timeout (QUEEN_READ_TIMEOUT_MS)")
 
-// tooManyItems is a push of more items than the configured limit (docs/reliability.md bad input #8).
+// tooManyItems is a push of more items than the configured limit (docs/reliability.md
+// bad input #8).
 type tooManyItems struct{ n, limit int }
 
 func (e *tooManyItems) Error() string {

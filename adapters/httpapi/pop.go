@@ -18,11 +18,11 @@ import (
 const timeFormat = "2006-01-02T15:04:05.000000Z"
 
 func (a *api) consumeRoutes(r *mux.Router) {
-	// Queue and partition names may contain '/', sent as %2F (docs/design.md "Decisions": a name is any
-	// valid UTF-8 without control characters). As the consumer-group routes do
-	// (groups.go), the pop routes match the path as sent, in a router of their own, so
-	// each name is exactly one path segment: "a%2Fpartition%2Fb" is a queue, not queue
-	// a's partition b, and "a%2Fb" is not an unknown route. handlePop unescapes them.
+	// Queue and partition names may contain '/', sent as %2F (docs/design.md "Decisions":
+	// a name is any valid UTF-8 without control characters). As the consumer-group routes
+	// do (groups.go), the pop routes match the path as sent, in a router of their own, so
+	// each name is exactly one path segment: "a%2Fpartition%2Fb" is a queue, not queue a's
+	// partition b, and "a%2Fb" is not an unknown route. handlePop unescapes them.
 	p := mux.NewRouter().UseEncodedPath().SkipClean(true)
 	p.Use(markRoute) // the full pattern for the access log and the request metrics
 	p.Use(a.checkParams(true))

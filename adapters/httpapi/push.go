@@ -142,14 +142,15 @@ func parseItems(body []byte) ([]push.Item, error) {
 	return items, nil
 }
 
-// itemsRequired is Queen's text for a push body without an items array (docs/reliability.md bad input
-// #3); "bad body: " before it is the Rust broker's prefix of data-route parse failures
-// (docs/api.md §1).
+// itemsRequired is Queen's text for a push body without an items array
+// (docs/reliability.md bad input #3); "bad body: " before it is the Rust broker's
+// prefix of data-route parse failures (docs/api.md §1).
 const itemsRequired = "items array is required"
 
 // pushBodyError words a push body encoding/json refused: a syntax error is invalid JSON
-// (docs/reliability.md bad input #1); a body that is JSON but not an object, or whose items are not an
-// array, lacks the items array (#2, #3); an item that is not an object is named as such.
+// (docs/reliability.md bad input #1); a body that is JSON but not an object, or whose
+// items are not an array, lacks the items array (#2, #3); an item that is not an object
+// is named as such.
 func pushBodyError(err error) error {
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {

@@ -5,8 +5,9 @@ import (
 	"testing"
 )
 
-// FuzzParsePush holds the push decoder to docs/reliability.md bad input #30: whatever the body, it never
-// panics, and every refusal is a client error (a 4xx) that says something.
+// FuzzParsePush holds the push decoder to docs/reliability.md bad input #30: whatever
+// the body, it never panics, and every refusal is a client error (a 4xx) that says
+// something.
 func FuzzParsePush(f *testing.F) {
 	for _, s := range pushSamples {
 		f.Add([]byte(s))

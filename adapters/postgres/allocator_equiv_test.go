@@ -17,17 +17,18 @@ import (
 	"github.com/queen-go/queen/ports"
 )
 
-// The equivalence test a set-based allocator must pass (docs/design.md "Decisions"): the set-based bundle function
-// (log_push_multi_v3, the broker's only allocator path) against its per-segment
-// reference (log_push_multi_v2 calling log_push_one_v2 per segment), driven with the
-// same random bundles on two databases of one cluster. Bundles mix queues with and
-// without a dedup window, duplicates inside a segment, inside a bundle and across
-// bundles, several segments of one partition in one bundle, new partitions, empty
-// segments (both must refuse the bundle alike), every kind of caller watermark, hash
-// history cut by retention (txns_start) and aged out of the window. After every bundle
-// the two answers must match (status, base offset, window, duplicate frames and their
-// offsets) and at the end the stored rows must be the same. A concurrent phase then
-// runs several bundles at once on overlapping partitions on each side.
+// The equivalence test a set-based allocator must pass (docs/design.md "Decisions"):
+// the set-based bundle function (log_push_multi_v3, the broker's only allocator path)
+// against its per-segment reference (log_push_multi_v2 calling log_push_one_v2 per
+// segment), driven with the same random bundles on two databases of one cluster.
+// Bundles mix queues with and without a dedup window, duplicates inside a segment,
+// inside a bundle and across bundles, several segments of one partition in one bundle,
+// new partitions, empty segments (both must refuse the bundle alike), every kind of
+// caller watermark, hash history cut by retention (txns_start) and aged out of the
+// window. After every bundle the two answers must match (status, base offset, window,
+// duplicate frames and their offsets) and at the end the stored rows must be the same.
+// A concurrent phase then runs several bundles at once on overlapping partitions on
+// each side.
 
 // refPushStmt is pushStmt on the per-segment reference, which has no plain flags: it
 // takes the encoder's eighth parameter and ignores it (no queue of the test encrypts,

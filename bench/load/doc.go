@@ -34,16 +34,16 @@
 // final drain; Verify applies bench/verify.CheckLedger. The fault scenarios (e2e/faults)
 // and queen-bench soak run it.
 //
-// The soak (soak.go, soak_run.go; RunSoak, the soak of docs/reliability.md under load profile L3) runs
-// the fault load with completed-message retention on the queue (QueueOptions) for 30
-// minutes and appends a CSV row every 10 s: accepted and delivered messages, push p50/p99
-// and pop-to-ack p99 of the interval (FaultRun's PushSamplesFrom and AckSamplesFrom), the
-// broker's RSS, goroutines, open FDs and threads (/proc and /metrics/prometheus), its
-// PostgreSQL connections, the backlog (Progress), the hot tables' dead and live tuples
-// and the spool's pending records. After the final drain and the verifier, CheckSoak, a
-// pure function of the samples, applies the leak criteria to the samples after the
-// warm-up (DefaultSoakLimits says how the open ones are read: FDs "flat", the backlog's
-// trend as a least-squares slope below 1 % of the rate).
+// The soak (soak.go, soak_run.go; RunSoak, the soak of docs/reliability.md under load
+// profile L3) runs the fault load with completed-message retention on the queue
+// (QueueOptions) for 30 minutes and appends a CSV row every 10 s: accepted and delivered
+// messages, push p50/p99 and pop-to-ack p99 of the interval (FaultRun's PushSamplesFrom
+// and AckSamplesFrom), the broker's RSS, goroutines, open FDs and threads (/proc and
+// /metrics/prometheus), its PostgreSQL connections, the backlog (Progress), the hot
+// tables' dead and live tuples and the spool's pending records. After the final drain and
+// the verifier, CheckSoak, a pure function of the samples, applies the leak criteria to
+// the samples after the warm-up (DefaultSoakLimits says how the open ones are read: FDs
+// "flat", the backlog's trend as a least-squares slope below 1 % of the rate).
 //
 // The pipeline (pipeline.go, pipeline_run.go): two flows, each an ingress queue, a
 // first-stage group that works and re-emits one derived message per event (a batch's

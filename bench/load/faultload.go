@@ -15,11 +15,11 @@ import (
 	"github.com/queen-go/queen/bench/verify"
 )
 
-// FaultConfig is a verified load (docs/reliability.md, load profiles): producers that own their partitions
-// and record every push answer in a ledger, consumer groups that log every delivery,
-// so that bench/verify.CheckLedger can tell whether anything accepted was lost,
-// reordered or stored twice. The fault scenarios (e2e/faults) and queen-bench soak run
-// it; L1 is docs/reliability.md's fault load.
+// FaultConfig is a verified load (docs/reliability.md, load profiles): producers that
+// own their partitions and record every push answer in a ledger, consumer groups that
+// log every delivery, so that bench/verify.CheckLedger can tell whether anything
+// accepted was lost, reordered or stored twice. The fault scenarios (e2e/faults) and
+// queen-bench soak run it; L1 is docs/reliability.md's fault load.
 type FaultConfig struct {
 	Queue       string
 	Partitions  int      // each owned by exactly one producer, so its sequence is well defined
@@ -381,10 +381,11 @@ func (r *FaultRun) consume(ctx context.Context, g *verify.GroupLog, empty, first
 	}
 }
 
-// Drain is the mandatory final drain (the verifier in docs/reliability.md): stop the producers, wait until
-// spoolEmpty reports true (the broker's spool replayed; nil: not checked) and every
-// accepted item reached every group, then until every consumer has had two empty long
-// polls in a row, or limit passes; then stop the consumers. It returns how long it took.
+// Drain is the mandatory final drain (the verifier in docs/reliability.md): stop the
+// producers, wait until spoolEmpty reports true (the broker's spool replayed; nil: not
+// checked) and every accepted item reached every group, then until every consumer has
+// had two empty long polls in a row, or limit passes; then stop the consumers. It
+// returns how long it took.
 func (r *FaultRun) Drain(spoolEmpty func() bool, limit time.Duration) time.Duration {
 	began := time.Now()
 	r.stopProducers()

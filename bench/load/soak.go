@@ -167,9 +167,10 @@ type Criterion struct {
 	Name, Measured, Limit, Status string
 }
 
-// CheckSoak checks the soak criteria of docs/reliability.md over the samples taken after the warm-up
-// (the first of them is the warm-up's end, the reference of RSS, goroutines and FDs).
-// Fewer than two such samples fail every criterion that needs them.
+// CheckSoak checks the soak criteria of docs/reliability.md over the samples taken
+// after the warm-up (the first of them is the warm-up's end, the reference of RSS,
+// goroutines and FDs). Fewer than two such samples fail every criterion that needs
+// them.
 func CheckSoak(o SoakOutcome, l SoakLimits) []Criterion {
 	var after []SoakSample
 	for _, s := range o.Samples {

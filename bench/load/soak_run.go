@@ -16,9 +16,10 @@ import (
 	"github.com/queen-go/queen/bench/verify"
 )
 
-// SoakConfig configures the soak (docs/reliability.md, soak criteria): the verified load Load for Duration
-// (the warm-up included), a sample every Interval into the CSV file, then the final
-// drain, the verifier and the criteria over the samples after Warmup.
+// SoakConfig configures the soak (docs/reliability.md, soak criteria): the verified
+// load Load for Duration (the warm-up included), a sample every Interval into the CSV
+// file, then the final drain, the verifier and the criteria over the samples after
+// Warmup.
 type SoakConfig struct {
 	Common
 	Load       FaultConfig

@@ -99,14 +99,14 @@
 //
 // # The fault verifier (ledger.go)
 //
-// CheckLedger is the verifier of docs/reliability.md for runs where things break: the ground truth is a
-// Ledger of every push answer per (partition, sequence) (an accepted status, queued,
-// buffered or duplicate, is a promise and is never replaced by a later retry's failure),
-// the observation one GroupLog of deliveries per consumer group, kept in memory. Per
-// group it counts lost items (accepted, never delivered), stored duplicates (a sequence
-// delivered again with deliveryAttempt 1, or under another message id: two stored
-// copies), order violations (a first delivery below the highest one; not fatal in a
-// partition where an ack call itself failed), gaps, items in flight (accepted above the
-// highest delivered) and deliveries of sequences never pushed; every one of them fails
-// the run, so CheckLedger is meant for after the final drain.
+// CheckLedger is the verifier of docs/reliability.md for runs where things break: the
+// ground truth is a Ledger of every push answer per (partition, sequence) (an accepted
+// status, queued, buffered or duplicate, is a promise and is never replaced by a later
+// retry's failure), the observation one GroupLog of deliveries per consumer group, kept
+// in memory. Per group it counts lost items (accepted, never delivered), stored
+// duplicates (a sequence delivered again with deliveryAttempt 1, or under another
+// message id: two stored copies), order violations (a first delivery below the highest
+// one; not fatal in a partition where an ack call itself failed), gaps, items in flight
+// (accepted above the highest delivered) and deliveries of sequences never pushed; every
+// one of them fails the run, so CheckLedger is meant for after the final drain.
 package verify

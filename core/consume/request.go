@@ -24,10 +24,10 @@ func inputErrorf(format string, args ...any) *InputError {
 // ErrDiscoveryRequired refuses a pop that names neither a queue nor a namespace or task.
 var ErrDiscoveryRequired = errors.New("namespace or task is required")
 
-// MaxBatch caps a pop's batch: a larger one is served as MaxBatch (docs/reliability.md bad input #18,
-// the clamp). A pop may always deliver fewer messages than its batch, so the clamp
-// keeps Queen's wire contract (docs/design.md "Decisions") where a 400 would not, and it bounds what
-// one pop decodes and holds in memory.
+// MaxBatch caps a pop's batch: a larger one is served as MaxBatch (docs/reliability.md
+// bad input #18, the clamp). A pop may always deliver fewer messages than its batch, so
+// the clamp keeps Queen's wire contract (docs/design.md "Decisions") where a 400 would
+// not, and it bounds what one pop decodes and holds in memory.
 const MaxBatch = 10000
 
 // TimeoutDefault in PopQuery.Timeout asks for the broker's default long-poll deadline.

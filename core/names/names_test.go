@@ -59,10 +59,10 @@ func TestCheckTransactionID(t *testing.T) {
 	}
 }
 
-// FuzzCheck holds the name rule of docs/design.md "Decisions" (docs/reliability.md bad input #30): Check never
-// panics, and it accepts exactly the names that are valid UTF-8, 1 to 255 bytes long and
-// free of control characters (C0, DEL and C1), judged here rune by rune without Check's
-// code.
+// FuzzCheck holds the name rule of docs/design.md "Decisions" (docs/reliability.md bad
+// input #30): Check never panics, and it accepts exactly the names that are valid UTF-8,
+// 1 to 255 bytes long and free of control characters (C0, DEL and C1), judged here rune
+// by rune without Check's code.
 func FuzzCheck(f *testing.F) {
 	for _, s := range []string{
 		"orders", "", "a", strings.Repeat("q", 255), strings.Repeat("q", 256), strings.Repeat("é", 127) + "x",

@@ -1,8 +1,9 @@
-// Package spool is the broker's crash-safe disk spool (docs/design.md "The pieces"): pushes the database
-// could not take (an outage, or maintenance mode) are appended here, acknowledged as
-// "buffered" only once they are fsynced, and replayed into the database oldest first
-// when it answers again. The directory is reached through ports.SpoolFS, so this package
-// does no I/O of its own and is tested over an in-memory fault-injecting file system.
+// Package spool is the broker's crash-safe disk spool (docs/design.md "The pieces"):
+// pushes the database could not take (an outage, or maintenance mode) are appended here,
+// acknowledged as "buffered" only once they are fsynced, and replayed into the database
+// oldest first when it answers again. The directory is reached through ports.SpoolFS, so
+// this package does no I/O of its own and is tested over an in-memory fault-injecting
+// file system.
 //
 // # Files
 //

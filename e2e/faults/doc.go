@@ -11,8 +11,8 @@
 //     children only). Each scenario gets a database of its own.
 //   - The broker: cmd/server built with -race by TestMain and run as a process, so
 //     SIGKILL and SIGTERM are real; restarts keep its port, database and spool directory.
-//   - The load (bench/load.StartFaultLoad with L1): docs/reliability.md's L1 shape at a rate CI's two
-//     cores allow.
+//   - The load (bench/load.StartFaultLoad with L1): docs/reliability.md's L1 shape at a
+//     rate CI's two cores allow.
 //     Producers own their partitions, so a partition's sequence is well defined; the
 //     payload is {"p", "seq"} and the transaction id "<run>:<partition>:<seq>"; a push
 //     not accepted item for item is retried with the same ids before the partition's next

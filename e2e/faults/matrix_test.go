@@ -308,7 +308,8 @@ func TestFaultF13DisconnectAfterClaim(t *testing.T) {
 
 // TestFaultF15LeaseExtend: a lease extended every second for 10 s is not redelivered;
 // an extend after it expired revives nothing. docs/api.md §5.5 answers 200 with
-// success:false and renewed 0 there (the wire contract; docs/reliability.md's row suggests 409/404).
+// success:false and renewed 0 there (the wire contract; docs/reliability.md's row
+// suggests 409/404).
 func TestFaultF15LeaseExtend(t *testing.T) {
 	fullOnly(t)
 	_, _, a := setup(t, nil)
