@@ -222,9 +222,12 @@ func TestCheckRefs(t *testing.T) {
 		"docs/soak": true, "core/spool/doc.go": true,
 	}
 	idx := docIndex{
-		exists:   func(p string) bool { return files[p] },
-		sections: map[string]map[string]bool{"docs/api.md": {"1": true, "5": true, "5.3": true, "5.11a": true}, "docs/streams.md": {"3.2": true}},
-		rows:     map[string]bool{"F8": true, "L4": true, "28": true},
+		exists: func(p string) bool { return files[p] },
+		sections: map[string]map[string]bool{
+			"docs/api.md":     {"1": true, "5": true, "5.3": true, "5.11a": true},
+			"docs/streams.md": {"3.2": true},
+		},
+		rows: map[string]bool{"F8": true, "L4": true, "28": true},
 	}
 	tests := []struct {
 		name, dir, text string
