@@ -8,7 +8,10 @@
 // (section) and the text that explains it (help). Parsing, validation and
 // the `queen-server --help` text produced by Usage are all derived from
 // those tags, so they cannot drift apart; the package tests fail when a
-// field lacks help text.
+// field lacks help text. Where a core package has a default of its own for what
+// a variable sets (fusion.DefaultShards, ...: its tests and tools need no
+// configuration), the variable's default is that same value, and the package
+// tests fail when they differ.
 //
 // Rules shared by all variables:
 //
