@@ -21,7 +21,7 @@ modes:
   push      push as fast as N connections allow
   consume   pop and acknowledge with N consumers
   latency   paced producer and long-poll consumers: push-to-pop latency
-  pipeline  the ordered pipeline of seed 001, verified at the end
+  pipeline  the ordered pipeline (docs/benchmarks.md), verified at the end
   verify    verify the logs of an earlier pipeline run (-dir)
   prefill   fill a queue fast: N messages over P partitions, many partitions per request
   idle      park long polls on an idle queue: SQL calls/s, broker and PostgreSQL CPU
