@@ -30,9 +30,10 @@ modes:
             -report FILE, an HTML page of saved results (a run's JSON lines too)
   floor     serve the HTTP floor: the broker's routes with a push that only waits
             for a simulated 3 ms commit cycle (load it with push -broker-pid)
-  soak      the soak of docs/reliability.md (L3): the verified fault load for 30 min, the broker's RSS,
-            goroutines, FDs, connections, backlog and dead tuples sampled into a CSV,
-            then the verifier and the leak criteria; exit 1 on FAIL (make soak)
+  soak      the soak of docs/reliability.md (L3): the verified fault load for 30 min,
+            the broker's RSS, goroutines, FDs, connections, backlog and dead tuples
+            sampled into a CSV, then the verifier and the leak criteria; exit 1 on
+            FAIL (make soak)
 
 Every load mode also takes:
   -progress auto|on|off  a live status line on stderr, redrawn each second (auto: only
