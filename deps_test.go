@@ -200,9 +200,10 @@ func TestRootOnlyWires(t *testing.T) {
 // e2eAllowed are the packages black-box tests may use besides the standard library: the
 // broker's public constructor and configuration, a throwaway PostgreSQL, the leak check,
 // the load tool's client-side library and verifier (the ordered-pipeline test drives
-// the broker over HTTP with them, as queen-bench does), and the OpenAPI validator.
+// the broker over HTTP with them, as queen-bench does), the log capture of the tests
+// (internal/syncbuf), and the OpenAPI validator.
 var e2eAllowed = []string{module, module + "/config", module + "/adapters/pglocal/pgtest", "go.uber.org/goleak",
-	module + "/bench/load", module + "/bench/verify",
+	module + "/bench/load", module + "/bench/verify", module + "/internal/syncbuf",
 	// The OpenAPI check of every exchange (e2e/openapi_test.go): a client-side validator.
 	"github.com/pb33f/libopenapi", "github.com/pb33f/libopenapi-validator",
 	"github.com/pb33f/libopenapi-validator/config", "github.com/pb33f/libopenapi-validator/errors",

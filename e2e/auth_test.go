@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/queen-go/queen/adapters/pglocal/pgtest"
+	"github.com/queen-go/queen/internal/syncbuf"
 )
 
 // The security table of docs/api.md §3 (and of the brief that made JWT_EXP required), run
@@ -103,30 +104,12 @@ func newJWKSServer(t *testing.T, pub *rsa.PublicKey, kid string) *jwksServer {
 	return s
 }
 
-// syncBuffer collects a broker's log lines; the test reads them while it runs.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // authFixture is one configuration's broker, how its tokens are signed, and every
 // token sent to it (none may appear in its logs).
 type authFixture struct {
 	kind     string // "hs" or "jwks"
 	b        *broker
-	logs     *syncBuffer
+	logs     *syncbuf.Buffer
 	jwks     *jwksServer // nil for "hs"
 	queue    string      // pushed to by the rows
 	delQueue string      // deleted by the admin row, with its consumer group g
@@ -138,7 +121,7 @@ type authFixture struct {
 
 func newAuthFixture(t *testing.T, kind string) *authFixture {
 	t.Helper()
-	f := &authFixture{kind: kind, logs: &syncBuffer{}, queue: "auth-" + kind, delQueue: "auth-del-" + kind, subQueue: "auth-sub-" + kind}
+	f := &authFixture{kind: kind, logs: &syncbuf.Buffer{}, queue: "auth-" + kind, delQueue: "auth-del-" + kind, subQueue: "auth-sub-" + kind}
 	env := map[string]string{"JWT_ENABLED": "true", "JWT_ISSUER": authIssuer, "JWT_AUDIENCE": authAudience, "LOG_LEVEL": "debug"}
 	if kind == "hs" {
 		env["JWT_SECRET"] = authSecret
@@ -564,7 +547,7 @@ func TestAuthStartup(t *testing.T) {
 	t.Run("HS256 secret shorter than 32 bytes starts with a warning", func(t *testing.T) {
 		t.Parallel()
 		const short = "short-secret"
-		logs := &syncBuffer{}
+		logs := &syncbuf.Buffer{}
 		b, err := launchBroker(t, pgtest.NewDatabase(t), map[string]string{"JWT_ENABLED": "true", "JWT_SECRET": short}, logs)
 		if err != nil {
 			t.Fatal(err)
@@ -583,7 +566,7 @@ func TestAuthStartup(t *testing.T) {
 	})
 	t.Run("auth off: one warning at start, producerSub null unless given", func(t *testing.T) {
 		t.Parallel()
-		logs := &syncBuffer{}
+		logs := &syncbuf.Buffer{}
 		b, err := launchBroker(t, pgtest.NewDatabase(t), nil, logs)
 		if err != nil {
 			t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/queen-go/queen/adapters/pglocal/pgtest"
+	"github.com/queen-go/queen/internal/syncbuf"
 )
 
 // A queue deleted while it is pushed to and long-polled is a queue that does not exist
@@ -40,7 +41,7 @@ func TestDeleteRace(t *testing.T) {
 		raced       = "delrace"
 		bystander   = "delrace-bystander"
 	)
-	logs := &syncBuffer{}
+	logs := &syncbuf.Buffer{}
 	b, err := launchBroker(t, pgtest.NewDatabase(t), nil, logs)
 	if err != nil {
 		t.Fatal(err)

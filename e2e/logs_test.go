@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/queen-go/queen/adapters/pglocal/pgtest"
+	"github.com/queen-go/queen/internal/syncbuf"
 )
 
 // What the broker logs. ERROR says the broker or the database failed: a client's mistake
@@ -15,7 +16,7 @@ import (
 // database) logs a few lines per interval, not one per request or per message.
 
 // logLines returns the broker's log lines (JSON objects) whose level is one of levels.
-func logLines(t *testing.T, logs *syncBuffer, levels ...string) []map[string]any {
+func logLines(t *testing.T, logs *syncbuf.Buffer, levels ...string) []map[string]any {
 	t.Helper()
 	var out []map[string]any
 	for _, s := range strings.Split(logs.String(), "\n") {
@@ -38,7 +39,7 @@ func logLines(t *testing.T, logs *syncBuffer, levels ...string) []map[string]any
 func TestClientMistakesAreNotLogged(t *testing.T) {
 	t.Parallel()
 	const repeats = 300
-	logs := &syncBuffer{}
+	logs := &syncbuf.Buffer{}
 	b, err := launchBroker(t, pgtest.NewDatabase(t), nil, logs)
 	if err != nil {
 		t.Fatal(err)
@@ -100,7 +101,7 @@ func TestLogLimitPerCause(t *testing.T) {
 	keyed := startBroker(t, map[string]string{"QUEEN_ENCRYPTION_KEY": encKeyA})
 	keyed.setOptions(t, "logs-sealed", map[string]any{"encryptionEnabled": true})
 	keyed.pushN(t, "logs-sealed", "p", "s", messages)
-	logs := &syncBuffer{}
+	logs := &syncbuf.Buffer{}
 	keyless, err := launchBroker(t, keyed.DB, nil, logs)
 	if err != nil {
 		t.Fatal(err)

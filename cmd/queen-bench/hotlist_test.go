@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 	"github.com/queen-go/queen"
 	"github.com/queen-go/queen/adapters/pglocal/pgtest"
 	"github.com/queen-go/queen/config"
+	"github.com/queen-go/queen/internal/syncbuf"
 )
 
 // TestMain stops the throwaway PostgreSQL cluster of the smoke test and fails the run when
@@ -85,25 +85,6 @@ func postmasterOf(t *testing.T, db string) int {
 	return ppid
 }
 
-// syncBuffer is a buffer the modes may write from several goroutines, as they write to
-// os.Stdout (the meter's progress lines and the mode's own messages).
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // summaryOf returns the JSON line of a mode's output.
 func summaryOf(t *testing.T, out string) map[string]any {
 	t.Helper()
@@ -146,7 +127,7 @@ func TestHotlistModesAgainstABroker(t *testing.T) {
 			[]string{"rss_base_mb", "rss_seeded_mb", "rss_drained_mb", "rss_swept_mb", "swept_after_s", "hotlist_ready_stale_max"}},
 	}
 	for _, st := range steps {
-		var out, errb syncBuffer
+		var out, errb syncbuf.Buffer
 		args := append(st.args, "-url", url)
 		if code := run(args, &out, &errb); code != 0 {
 			t.Fatalf("%s: exit %d\n%s%s", st.name, code, out.String(), errb.String())

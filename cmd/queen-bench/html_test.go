@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/queen-go/queen/internal/syncbuf"
 )
 
 // wellFormed fails the test unless page parses as XML (the report writes XHTML-style
@@ -154,7 +156,7 @@ func TestLoadModeWritesHTMLAndLiveLine(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			html := filepath.Join(t.TempDir(), "push.html")
-			var out, errb syncBuffer
+			var out, errb syncbuf.Buffer
 			code := run([]string{"push", "-url", url, "-conns", "1", "-partitions", "3", "-duration", "1200ms",
 				"-progress", tt.progress, "-report", html}, &out, &errb)
 			if code != 0 {
@@ -213,7 +215,7 @@ func TestReportFlagsOfOtherModes(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			html := filepath.Join(t.TempDir(), "r.html")
-			var out, errb syncBuffer
+			var out, errb syncbuf.Buffer
 			code := run(tt.args(t, html), &out, &errb)
 			all := out.String() + errb.String()
 			if code != tt.code || !strings.Contains(all, tt.out) {

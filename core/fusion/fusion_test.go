@@ -17,6 +17,7 @@ import (
 	"github.com/queen-go/queen/core/dedup"
 	"github.com/queen-go/queen/core/segment"
 	"github.com/queen-go/queen/core/vegas"
+	"github.com/queen-go/queen/internal/syncbuf"
 	"github.com/queen-go/queen/ports"
 )
 
@@ -424,7 +425,7 @@ func TestDedupCacheWatermarkRules(t *testing.T) {
 
 func TestSummaryLogLine(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var buf syncBuffer
+		var buf syncbuf.Buffer
 		log := slog.New(slog.NewTextHandler(&buf, nil))
 		store := memory.NewStore()
 		b := New(store, testCodec(t), Options{Logger: log, SummaryEvery: 10 * time.Second, Shards: 1})
@@ -444,24 +445,6 @@ func TestSummaryLogLine(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
-}
-
-// syncBuffer is a bytes.Buffer safe for the logger's concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func TestDedupCacheWarmsUpFromStoredHistory(t *testing.T) {

@@ -1,18 +1,17 @@
 package push
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
 
 	"github.com/queen-go/queen/adapters/memory"
 	"github.com/queen-go/queen/core/spool"
+	"github.com/queen-go/queen/internal/syncbuf"
 	"github.com/queen-go/queen/ports"
 )
 
@@ -90,7 +89,7 @@ func TestFullDiskAnswersFailed(t *testing.T) {
 			t.Parallel()
 			var divert atomic.Bool
 			f, fsys, sp, _ := spoolFixture(t, &divert)
-			var logs syncBuffer
+			var logs syncbuf.Buffer
 			f.svc.opts.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 			f.store.BeforePush = func([]ports.Segment) error { return ports.ErrUnavailable }
 			fsys.SetFault(func(o, _ string) error {
@@ -124,24 +123,6 @@ func TestFullDiskAnswersFailed(t *testing.T) {
 			}
 		})
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for the logger's concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // TestTransactionWaitsForSpooledPushes: a transaction may not overtake the spooled pushes
