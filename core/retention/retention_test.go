@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/queen-go/queen/ports"
@@ -191,18 +192,24 @@ func TestCycleLeadAndErrors(t *testing.T) {
 	}
 }
 
+// TestStartStop: in a bubble (fake time), the job runs no cycle before its interval,
+// one when it elapses, and stops (twice: idempotent).
 func TestStartStop(t *testing.T) {
 	t.Parallel()
-	f := &fakeStore{rows: []int{3}}
-	j := New(f, Options{Interval: time.Millisecond})
-	j.Start()
-	deadline := time.Now().Add(10 * time.Second)
-	for j.Stats().Segments < 3 {
-		if time.Now().After(deadline) {
-			t.Fatal("no cycle within 10 s")
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeStore{rows: []int{3}}
+		j := New(f, Options{Interval: time.Minute})
+		j.Start()
+		synctest.Wait()
+		if st := j.Stats(); st.Segments != 0 {
+			t.Fatalf("a cycle ran before the interval: %+v", st)
 		}
-		time.Sleep(time.Millisecond)
-	}
-	j.Stop()
-	j.Stop() // idempotent
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		if st := j.Stats(); st.Segments != 3 {
+			t.Fatalf("after one interval: %+v, want the 3 expired rows trimmed", st)
+		}
+		j.Stop()
+		j.Stop() // idempotent
+	})
 }
