@@ -84,7 +84,20 @@ func (a *Admin) run(ctx context.Context, op string, fn func(context.Context, bun
 // hand a connection whose statement was just cancelled back to the pool before run could
 // discard it.
 func inTx(ctx context.Context, c bun.Conn, fn func(bun.Tx) error) error {
-	tx, err := c.BeginTx(context.WithoutCancel(ctx), nil)
+	return runTx(ctx, c, nil, fn)
+}
+
+// snapshot runs fn in a read-only REPEATABLE READ transaction on c, so that every
+// statement of fn sees the same snapshot (the totals and the page of one answer agree).
+// Plain MVCC reads: it takes no lock a push, pop or ack waits for.
+func snapshot(ctx context.Context, c bun.Conn, fn func(bun.Tx) error) error {
+	return runTx(ctx, c, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true}, fn)
+}
+
+// runTx runs fn in a transaction of opts (nil: the defaults) on c, begun without ctx's
+// deadline for the reason inTx gives; fn's error rolls it back.
+func runTx(ctx context.Context, c bun.Conn, opts *sql.TxOptions, fn func(bun.Tx) error) error {
+	tx, err := c.BeginTx(context.WithoutCancel(ctx), opts)
 	if err != nil {
 		return err
 	}
@@ -93,6 +106,22 @@ func inTx(ctx context.Context, c bun.Conn, fn func(bun.Tx) error) error {
 		return err
 	}
 	return tx.Commit()
+}
+
+// whereQueues narrows q, a query over the queues (alias q), to the tenant's queues with
+// these name, namespace and task; "" matches every value.
+func whereQueues(st *stmt, q *bun.SelectQuery, tenant, name, namespace, task string) *bun.SelectQuery {
+	q = q.Where("q.tenant_id = ?::uuid", st.arg(tenant))
+	if name != "" {
+		q = q.Where("q.name = ?", st.arg(name))
+	}
+	if namespace != "" {
+		q = q.Where("q.namespace = ?", st.arg(namespace))
+	}
+	if task != "" {
+		q = q.Where("q.task = ?", st.arg(task))
+	}
+	return q
 }
 
 // sqlState returns the SQLSTATE of a PostgreSQL error ("" for other errors).

@@ -208,23 +208,21 @@ func (a *Admin) groupRead(ctx context.Context, op string, fn func(context.Contex
 }
 
 // readTx runs fn in a read-only transaction on its own connection, after the SET LOCAL
-// statement settings (the planner settings the reads need). Begun without ctx's
-// deadline for the reason inTx gives.
+// statement settings (the planner settings the reads need).
 func (a *Admin) readTx(ctx context.Context, op, settings string, fn func(context.Context, bun.Tx) error) error {
+	return a.settingsTx(ctx, op, &sql.TxOptions{ReadOnly: true}, settings, fn)
+}
+
+// settingsTx runs fn in a transaction of opts on its own connection, after the SET LOCAL
+// statement settings.
+func (a *Admin) settingsTx(ctx context.Context, op string, opts *sql.TxOptions, settings string, fn func(context.Context, bun.Tx) error) error {
 	return a.run(ctx, op, func(ctx context.Context, c bun.Conn) error {
-		tx, err := c.BeginTx(context.WithoutCancel(ctx), &sql.TxOptions{ReadOnly: true})
-		if err != nil {
-			return err
-		}
-		_, err = tx.ExecContext(ctx, settings)
-		if err == nil {
-			err = fn(ctx, tx)
-		}
-		if err != nil {
-			_ = tx.Rollback()
-			return err
-		}
-		return tx.Commit()
+		return runTx(ctx, c, opts, func(tx bun.Tx) error {
+			if _, err := tx.ExecContext(ctx, settings); err != nil {
+				return err
+			}
+			return fn(ctx, tx)
+		})
 	})
 }
 
@@ -234,14 +232,7 @@ func (a *Admin) readTx(ctx context.Context, op, settings string, fn func(context
 func (a *Admin) inGroupTx(ctx context.Context, op string, fn func(context.Context, bun.Tx) error) error {
 	var err error
 	for range groupAttempts {
-		err = a.run(ctx, op, func(ctx context.Context, c bun.Conn) error {
-			return inTx(ctx, c, func(tx bun.Tx) error {
-				if _, err := tx.ExecContext(ctx, groupNoJIT); err != nil {
-					return err
-				}
-				return fn(ctx, tx)
-			})
-		})
+		err = a.settingsTx(ctx, op, nil, groupNoJIT, fn)
 		if err == nil || !retryable(err) {
 			return err
 		}
@@ -278,58 +269,73 @@ func (a *Admin) DeleteGroup(ctx context.Context, tenant, group, queue string, su
 				return err
 			}
 		}
-		var pids []string
-		st := newStmt(tx)
-		cur := st.NewSelect().TableExpr("queen.log_consumers AS lc").
-			Join("JOIN queen.log_partitions AS lp ON lp.id = lc.partition_id").
-			Join("JOIN queen.queues AS q ON q.id = lp.queue_id").
-			ColumnExpr("lc.partition_id::text").
-			Where("q.tenant_id = ?::uuid AND lc.consumer_group = ?", st.arg(tenant), st.arg(group))
-		if qid != "" {
-			cur = cur.Where("lp.queue_id = ?::uuid", st.arg(qid))
-		}
-		if err := cur.OrderExpr("lc.partition_id").For("UPDATE OF lc").Scan(ctx, &pids); err != nil {
+		var err error
+		if d.Cursors, err = groupCursors.deleteInOrder(ctx, tx, tenant, group, qid); err != nil || !subscriptions {
 			return err
 		}
-		if len(pids) > 0 {
-			st := newStmt(tx)
-			res, err := st.NewDelete().TableExpr("queen.log_consumers").
-				Where("consumer_group = ? AND partition_id = ANY (?::uuid[])", st.arg(group), st.arg(pids)).Exec(ctx)
-			if err != nil {
-				return err
-			}
-			d.Cursors = groupRowsAffected(res)
-		}
-		if !subscriptions {
-			return nil
-		}
-		var qids []string
-		st = newStmt(tx)
-		sub := st.NewSelect().TableExpr("queen.consumer_groups AS cg").
-			Join("JOIN queen.queues AS q ON q.id = cg.queue_id").
-			ColumnExpr("cg.queue_id::text").
-			Where("q.tenant_id = ?::uuid AND cg.name = ?", st.arg(tenant), st.arg(group))
-		if qid != "" {
-			sub = sub.Where("cg.queue_id = ?::uuid", st.arg(qid))
-		}
-		if err := sub.OrderExpr("cg.queue_id").For("UPDATE OF cg").Scan(ctx, &qids); err != nil {
-			return err
-		}
-		if len(qids) > 0 {
-			st := newStmt(tx)
-			res, err := st.NewDelete().TableExpr("queen.consumer_groups").
-				Where("name = ? AND queue_id = ANY (?::uuid[])", st.arg(group), st.arg(qids)).Exec(ctx)
-			if err != nil {
-				return err
-			}
-			d.Subscriptions = groupRowsAffected(res)
-		}
-		return nil
+		d.Subscriptions, err = groupSubscriptions.deleteInOrder(ctx, tx, tenant, group, qid)
+		return err
 	})
 	if err != nil {
 		return ports.GroupDeletion{}, err
 	}
 	return d, nil
+}
+
+// groupTable is where a table keeps a consumer group's rows: the group's name column
+// and the id column its rows are locked in order of, and deleted by.
+type groupTable struct {
+	table, alias string
+	joins        []string // up to queen.queues AS q
+	nameCol      string
+	idCol        string
+	queueCol     string // the row's queue id (qualified)
+}
+
+var (
+	// groupCursors are the group's cursor rows, one per partition.
+	groupCursors = groupTable{table: "queen.log_consumers", alias: "lc",
+		joins:   []string{"JOIN queen.log_partitions AS lp ON lp.id = lc.partition_id", "JOIN queen.queues AS q ON q.id = lp.queue_id"},
+		nameCol: "consumer_group", idCol: "partition_id", queueCol: "lp.queue_id"}
+	// groupSubscriptions are the group's subscription rows, one per queue.
+	groupSubscriptions = groupTable{table: "queen.consumer_groups", alias: "cg",
+		joins:   []string{"JOIN queen.queues AS q ON q.id = cg.queue_id"},
+		nameCol: "name", idCol: "queue_id", queueCol: "cg.queue_id"}
+)
+
+// lockInOrder locks the group's rows of the tenant's queue qid ("": of all its queues)
+// in ascending id, the global lock order (acks take cursor rows in ascending partition
+// id), and returns their ids.
+func (g groupTable) lockInOrder(ctx context.Context, tx bun.Tx, tenant, group, qid string) ([]string, error) {
+	st := newStmt(tx)
+	q := st.NewSelect().TableExpr(g.table + " AS " + g.alias)
+	for _, j := range g.joins {
+		q = q.Join(j)
+	}
+	q = q.ColumnExpr(g.alias+"."+g.idCol+"::text").
+		Where("q.tenant_id = ?::uuid AND "+g.alias+"."+g.nameCol+" = ?", st.arg(tenant), st.arg(group))
+	if qid != "" {
+		q = q.Where(g.queueCol+" = ?::uuid", st.arg(qid))
+	}
+	var ids []string
+	err := q.OrderExpr(g.alias+"."+g.idCol).For("UPDATE OF "+g.alias).Scan(ctx, &ids)
+	return ids, err
+}
+
+// deleteInOrder locks the group's rows as lockInOrder does, then deletes them; it
+// returns how many it deleted.
+func (g groupTable) deleteInOrder(ctx context.Context, tx bun.Tx, tenant, group, qid string) (int, error) {
+	ids, err := g.lockInOrder(ctx, tx, tenant, group, qid)
+	if err != nil || len(ids) == 0 {
+		return 0, err
+	}
+	st := newStmt(tx)
+	res, err := st.NewDelete().TableExpr(g.table).
+		Where(g.nameCol+" = ? AND "+g.idCol+" = ANY (?::uuid[])", st.arg(group), st.arg(ids)).Exec(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return groupRowsAffected(res), nil
 }
 
 // SetGroupSubscription implements ports.GroupStore: the group's subscription rows, locked
@@ -338,16 +344,11 @@ func (a *Admin) SetGroupSubscription(ctx context.Context, tenant, group string, 
 	var n int
 	err := a.inGroupTx(ctx, "set group subscription", func(ctx context.Context, tx bun.Tx) error {
 		n = 0
-		var qids []string
-		st := newStmt(tx)
-		if err := st.NewSelect().TableExpr("queen.consumer_groups AS cg").
-			Join("JOIN queen.queues AS q ON q.id = cg.queue_id").
-			ColumnExpr("cg.queue_id::text").
-			Where("q.tenant_id = ?::uuid AND cg.name = ?", st.arg(tenant), st.arg(group)).
-			OrderExpr("cg.queue_id").For("UPDATE OF cg").Scan(ctx, &qids); err != nil || len(qids) == 0 {
+		qids, err := groupSubscriptions.lockInOrder(ctx, tx, tenant, group, "")
+		if err != nil || len(qids) == 0 {
 			return err
 		}
-		st = newStmt(tx)
+		st := newStmt(tx)
 		res, err := st.NewUpdate().TableExpr("queen.consumer_groups").
 			Set("subscription_mode = ?", st.arg(ports.SubscribeTimestamp)).
 			Set("subscribed_from = ?", st.arg(from)).

@@ -24,21 +24,6 @@ const msgWriteSlack = 2 * time.Second
 // its own short transaction, so a large purge never holds many row locks for long.
 const dlqPurgeBatch = 5000
 
-// msgSnapshot runs fn in a read-only REPEATABLE READ transaction on c, so that every
-// statement of fn sees the same snapshot. Plain MVCC reads: it takes no lock a push, pop
-// or ack waits for. Begun without ctx's deadline for the reason inTx gives.
-func msgSnapshot(ctx context.Context, c bun.Conn, fn func(bun.Tx) error) error {
-	tx, err := c.BeginTx(context.WithoutCancel(ctx), &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
-	if err != nil {
-		return err
-	}
-	if err := fn(tx); err != nil {
-		_ = tx.Rollback()
-		return err
-	}
-	return tx.Commit()
-}
-
 // msgQueueOptionColumns lists the queue option columns (alias q), in the order of columns.
 var msgQueueOptionColumns = func() string {
 	var cols []string
@@ -130,18 +115,9 @@ func loadMsgPartitions(ctx context.Context, db bun.IDB, tenant string, pids []st
 // filterMsgPartitions narrows a query of st over partitions (lp) and queues (q) to f's
 // names.
 func filterMsgPartitions(st *stmt, q *bun.SelectQuery, tenant string, f ports.MessageFilter) *bun.SelectQuery {
-	q = q.Where("q.tenant_id = ?::uuid", st.arg(tenant))
-	if f.Queue != "" {
-		q = q.Where("q.name = ?", st.arg(f.Queue))
-	}
+	q = whereQueues(st, q, tenant, f.Queue, f.Namespace, f.Task)
 	if f.Partition != "" {
 		q = q.Where("lp.name = ?", st.arg(f.Partition))
-	}
-	if f.Namespace != "" {
-		q = q.Where("q.namespace = ?", st.arg(f.Namespace))
-	}
-	if f.Task != "" {
-		q = q.Where("q.task = ?", st.arg(f.Task))
 	}
 	return q
 }
@@ -169,7 +145,7 @@ func (a *Admin) BrowseSegments(ctx context.Context, tenant string, f ports.Messa
 		return page, nil
 	}
 	err := a.run(ctx, "browse segments", func(ctx context.Context, c bun.Conn) error {
-		return msgSnapshot(ctx, c, func(tx bun.Tx) error {
+		return snapshot(ctx, c, func(tx bun.Tx) error {
 			page = ports.BrowsePage{}
 			if err := tx.NewSelect().ColumnExpr("now()").Scan(ctx, &page.Now); err != nil {
 				return err
@@ -353,7 +329,7 @@ func (a *Admin) FindMessage(ctx context.Context, tenant, partitionID string, has
 		found bool
 	)
 	err := a.run(ctx, "find message", func(ctx context.Context, c bun.Conn) error {
-		return msgSnapshot(ctx, c, func(tx bun.Tx) error {
+		return snapshot(ctx, c, func(tx bun.Tx) error {
 			found = false
 			parts, err := loadMsgPartitions(ctx, tx, tenant, []string{partitionID})
 			if err != nil || len(parts) == 0 {

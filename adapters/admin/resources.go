@@ -61,18 +61,8 @@ func resNullIfEmpty(s string) *string {
 // resSelectQueues is the tenant's queues matching f, as a subquery (alias q) of st.
 func resSelectQueues(st *stmt, tenant string, f ports.ResourceFilter) *bun.SelectQuery {
 	q := st.NewSelect().TableExpr("queen.queues AS q").
-		Column("q.id", "q.name", "q.namespace", "q.task", "q.created_at").
-		Where("q.tenant_id = ?::uuid", st.arg(tenant))
-	if f.Queue != "" {
-		q = q.Where("q.name = ?", st.arg(f.Queue))
-	}
-	if f.Namespace != "" {
-		q = q.Where("q.namespace = ?", st.arg(f.Namespace))
-	}
-	if f.Task != "" {
-		q = q.Where("q.task = ?", st.arg(f.Task))
-	}
-	return q
+		Column("q.id", "q.name", "q.namespace", "q.task", "q.created_at")
+	return whereQueues(st, q, tenant, f.Queue, f.Namespace, f.Task)
 }
 
 // resListRow is one row of ListQueues: the number of matching queues, and one queue of
@@ -123,21 +113,6 @@ SELECT m.matching, q.id::text AS id, q.name, q.namespace, q.task, q.created_at,
 	return out, matching, nil
 }
 
-// resReadOnly runs fn in a read-only REPEATABLE READ transaction on c: the statements of
-// one answer (totals and a page) read one snapshot, so they agree. Begun without ctx's
-// deadline for the reason inTx gives.
-func resReadOnly(ctx context.Context, c bun.Conn, fn func(bun.Tx) error) error {
-	tx, err := c.BeginTx(context.WithoutCancel(ctx), &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
-	if err != nil {
-		return err
-	}
-	if err := fn(tx); err != nil {
-		_ = tx.Rollback()
-		return err
-	}
-	return tx.Commit()
-}
-
 // resPartitionRow is one partition of a detail page.
 type resPartitionRow struct {
 	ID           string     `bun:"id"`
@@ -163,7 +138,7 @@ func (a *Admin) QueueDetail(ctx context.Context, tenant, queue string, p ports.R
 		found  bool
 	)
 	err := a.run(ctx, "queue detail", func(ctx context.Context, c bun.Conn) error {
-		return resReadOnly(ctx, c, func(tx bun.Tx) error {
+		return snapshot(ctx, c, func(tx bun.Tx) error {
 			st := newStmt(tx)
 			err := st.NewSelect().Model(&row).Where("tenant_id = ?::uuid AND name = ?", st.arg(tenant), st.arg(queue)).Scan(ctx)
 			if errors.Is(err, sql.ErrNoRows) {
@@ -228,7 +203,7 @@ func (a *Admin) QueueDepth(ctx context.Context, tenant, queue, group string, p p
 		page []resDepthRow
 	)
 	err := a.run(ctx, "queue depth", func(ctx context.Context, c bun.Conn) error {
-		return resReadOnly(ctx, c, func(tx bun.Tx) error {
+		return snapshot(ctx, c, func(tx bun.Tx) error {
 			var heads []resDepthHead
 			st := newStmt(tx)
 			if err := st.NewRaw(`
