@@ -14,6 +14,7 @@ import (
 	"github.com/queen-go/queen/core/fusion"
 	"github.com/queen-go/queen/core/segment"
 	"github.com/queen-go/queen/core/spool"
+	"github.com/queen-go/queen/core/spool/spooltest"
 	"github.com/queen-go/queen/ports"
 )
 
@@ -56,13 +57,7 @@ func newPieces(t *testing.T, fsys *memory.SpoolFS, opts spool.Options) pieces {
 	b := fusion.New(store, codec, fusion.Options{})
 	b.Start()
 	t.Cleanup(func() { _ = b.Stop(context.Background()) })
-	sp, err := spool.Open(fsys, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sp.Start()
-	t.Cleanup(func() { _ = sp.Close() })
-	return pieces{store: store, codec: codec, b: b, sp: sp}
+	return pieces{store: store, codec: codec, b: b, sp: spooltest.Open(t, fsys, opts)}
 }
 
 // newFixture spools n records of queue q over partitions p0..p(parts-1), in sequence.

@@ -11,6 +11,7 @@ import (
 	"github.com/queen-go/queen/core/fusion"
 	"github.com/queen-go/queen/core/segment"
 	"github.com/queen-go/queen/core/spool"
+	"github.com/queen-go/queen/core/spool/spooltest"
 )
 
 // BenchmarkPush measures Service.Push itself, one request at a time, by request shape:
@@ -84,12 +85,7 @@ func benchService(b *testing.B, divert bool) (*Service, *spool.Spool) {
 	if !divert {
 		return New(bt, opts), nil
 	}
-	sp, err := spool.Open(memory.NewSpoolFS(), spool.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	sp.Start()
-	b.Cleanup(func() { _ = sp.Close() })
+	sp := spooltest.Open(b, memory.NewSpoolFS(), spool.Options{})
 	opts.Spool, opts.Divert = sp, func() bool { return true }
 	return New(bt, opts), sp
 }

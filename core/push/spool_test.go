@@ -11,6 +11,7 @@ import (
 
 	"github.com/queen-go/queen/adapters/memory"
 	"github.com/queen-go/queen/core/spool"
+	"github.com/queen-go/queen/core/spool/spooltest"
 	"github.com/queen-go/queen/internal/syncbuf"
 	"github.com/queen-go/queen/ports"
 )
@@ -20,12 +21,7 @@ import (
 func spoolFixture(t *testing.T, divert *atomic.Bool) (*fixture, *memory.SpoolFS, *spool.Spool, *atomic.Int32) {
 	t.Helper()
 	fsys := memory.NewSpoolFS()
-	sp, err := spool.Open(fsys, spool.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sp.Start()
-	t.Cleanup(func() { _ = sp.Close() })
+	sp := spooltest.Open(t, fsys, spool.Options{})
 	failed := new(atomic.Int32)
 	f := newFixture(t, Options{Spool: sp, Divert: divert.Load, BundleFailed: func() { failed.Add(1) }})
 	return f, fsys, sp, failed

@@ -14,7 +14,7 @@ import (
 
 func testAppendNextCommit(t *testing.T, newEnv func(t *testing.T) Env) {
 	env := newEnv(t)
-	s := open(t, env.FS, spool.Options{})
+	s := Open(t, env.FS, spool.Options{})
 	if !s.Empty() {
 		t.Fatal("new spool not empty")
 	}
@@ -62,7 +62,7 @@ func testAppendNextCommit(t *testing.T, newEnv func(t *testing.T) Env) {
 func testReopenAfterClose(t *testing.T, newEnv func(t *testing.T) Env) {
 	env := newEnv(t)
 	opts := spool.Options{EventsPerFile: 4}
-	s := open(t, env.FS, opts)
+	s := Open(t, env.FS, opts)
 	all := recs(0, 10, "p")
 	appendEach(t, s, all)
 	b, err := s.Next(3)
@@ -77,7 +77,7 @@ func testReopenAfterClose(t *testing.T, newEnv func(t *testing.T) Env) {
 		t.Fatalf("Close left active files %v", tmp)
 	}
 
-	s2 := open(t, env.FS, opts)
+	s2 := Open(t, env.FS, opts)
 	wantStats(t, "after reopening", s2.Stats(), map[string]int64{"PendingRecords": 7, "PendingFiles": 3})
 	if !s2.Pending(ports.DefaultTenant, "orders", "p") {
 		t.Fatal("the partition is not pending after reopening")
@@ -112,7 +112,7 @@ func testKilledAfterAppend(t *testing.T, newEnv func(t *testing.T) Env) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			env := newEnv(t)
-			s := open(t, env.FS, spool.Options{})
+			s := Open(t, env.FS, spool.Options{})
 			acked := recs(0, 10, "p")
 			appendEach(t, s, acked)
 			dead := env.Kill(t)
@@ -124,7 +124,7 @@ func testKilledAfterAppend(t *testing.T, newEnv func(t *testing.T) Env) {
 			}
 			dead.Write(t, tmp, append(bytes.Clone(data), tc.tail(data[offs[len(offs)-1]:])...))
 
-			s2 := open(t, dead.FS, spool.Options{})
+			s2 := Open(t, dead.FS, spool.Options{})
 			wantStats(t, "after the death", s2.Stats(), map[string]int64{"PendingRecords": 10, "PendingFiles": 1})
 			if left := names(t, dead, "queen-", ".tmp"); len(left) != 0 {
 				t.Fatalf("Open left the dead process's active file: %v", left)
@@ -137,7 +137,7 @@ func testKilledAfterAppend(t *testing.T, newEnv func(t *testing.T) Env) {
 
 func testKilledMidReplay(t *testing.T, newEnv func(t *testing.T) Env) {
 	env := newEnv(t)
-	s := open(t, env.FS, spool.Options{})
+	s := Open(t, env.FS, spool.Options{})
 	all := recs(0, 50, "p")
 	appendAll(t, s, all...)
 	b, err := s.Next(20)
@@ -153,7 +153,7 @@ func testKilledMidReplay(t *testing.T, newEnv func(t *testing.T) Env) {
 	}
 	dead := env.Kill(t)
 
-	s2 := open(t, dead.FS, spool.Options{})
+	s2 := Open(t, dead.FS, spool.Options{})
 	wantStats(t, "after the death", s2.Stats(), map[string]int64{"PendingRecords": 30, "PendingFiles": 1})
 	sameRecords(t, drain(t, s2, 7), all[20:])
 }
@@ -162,7 +162,7 @@ func testOpenRebuildsState(t *testing.T, newEnv func(t *testing.T) Env) {
 	env := newEnv(t)
 	clk := newClock(1700000000000)
 	opts := spool.Options{EventsPerFile: 4, Now: clk.now}
-	s := open(t, env.FS, opts)
+	s := Open(t, env.FS, opts)
 	all := append(recs(0, 6, "p1"), recs(6, 3, "p2")...)
 	appendEach(t, s, all)
 	b, err := s.Next(2)
@@ -175,7 +175,7 @@ func testOpenRebuildsState(t *testing.T, newEnv func(t *testing.T) Env) {
 	dead := env.Kill(t)
 	only(t, dead, "queen-", ".tmp") // the active file the dead process left
 
-	s2 := open(t, dead.FS, opts)
+	s2 := Open(t, dead.FS, opts)
 	wantStats(t, "after Open", s2.Stats(), map[string]int64{"PendingRecords": 7, "PendingFiles": 3})
 	if left := names(t, dead, "queen-", ".tmp"); len(left) != 0 {
 		t.Fatalf("Open left an active file: %v", left)
@@ -206,7 +206,7 @@ func testCorruptRecord(t *testing.T, newEnv func(t *testing.T) Env) {
 			}[where]
 			bad := flip(data, i)
 			env.Write(t, name, bad)
-			s := open(t, env.FS, spool.Options{})
+			s := Open(t, env.FS, spool.Options{})
 			wantStats(t, "after Open", s.Stats(), map[string]int64{"PendingRecords": 4})
 			want := append(append([]spool.Record{}, all[:2]...), all[3:]...)
 			sameRecords(t, drain(t, s, 100), want)
@@ -228,7 +228,7 @@ func testCorruptLastRecord(t *testing.T, newEnv func(t *testing.T) Env) {
 	env, name := closedFile(t, newEnv, all)
 	data := env.Read(t, name)
 	env.Write(t, name, flip(data, len(data)-2)) // inside the last payload: a complete record
-	s := open(t, env.FS, spool.Options{})
+	s := Open(t, env.FS, spool.Options{})
 	sameRecords(t, drain(t, s, 100), all[:2])
 	wantStats(t, "after replay", s.Stats(), map[string]int64{"CorruptRecords": 1, "FailedFiles": 1})
 }
@@ -237,7 +237,7 @@ func testCorruptHeader(t *testing.T, newEnv func(t *testing.T) Env) {
 	all := recs(0, 3, "p")
 	env, name := closedFile(t, newEnv, all)
 	env.Write(t, name, flip(env.Read(t, name), 3))
-	s := open(t, env.FS, spool.Options{})
+	s := Open(t, env.FS, spool.Options{})
 	sameRecords(t, drain(t, s, 100), all)
 	wantStats(t, "after replay", s.Stats(), map[string]int64{"CorruptRecords": 1, "FailedBytes": spool.HeaderSize})
 }
@@ -246,7 +246,7 @@ func testUnsupportedVersion(t *testing.T, newEnv func(t *testing.T) Env) {
 	env, name := closedFile(t, newEnv, recs(0, 3, "p"))
 	data := append(headerVersion(2), env.Read(t, name)[spool.HeaderSize:]...)
 	env.Write(t, name, data)
-	s := open(t, env.FS, spool.Options{})
+	s := Open(t, env.FS, spool.Options{})
 	if !s.Empty() {
 		t.Fatal("a file of an unknown version is pending")
 	}
@@ -282,7 +282,7 @@ func testTornTail(t *testing.T, newEnv func(t *testing.T) Env) {
 			t.Parallel()
 			dead := env.Kill(t)
 			dead.Write(t, name, tc.content)
-			s := open(t, dead.FS, spool.Options{})
+			s := Open(t, dead.FS, spool.Options{})
 			sameRecords(t, drain(t, s, 100), all[:3])
 			wantStats(t, "after replay", s.Stats(), map[string]int64{"CorruptRecords": 0, "FailedFiles": 0})
 			if failed := names(t, dead, "failed/", ""); len(failed) != 0 {
@@ -296,7 +296,7 @@ func testTornTail(t *testing.T, newEnv func(t *testing.T) Env) {
 		t.Parallel()
 		e := newEnv(t)
 		e.Write(t, "queen-0000000000001-00000001.buf", data[:7])
-		s := open(t, e.FS, spool.Options{})
+		s := Open(t, e.FS, spool.Options{})
 		if !s.Empty() {
 			t.Fatal("a short file is pending")
 		}
@@ -308,7 +308,7 @@ func testTornTail(t *testing.T, newEnv func(t *testing.T) Env) {
 
 func testQuarantine(t *testing.T, newEnv func(t *testing.T) Env) {
 	env := newEnv(t)
-	s := open(t, env.FS, spool.Options{})
+	s := Open(t, env.FS, spool.Options{})
 	all := recs(0, 4, "p")
 	appendAll(t, s, all...)
 	b, err := s.Next(10)
@@ -338,7 +338,7 @@ func testQuarantine(t *testing.T, newEnv func(t *testing.T) Env) {
 	// it back under a queen-... name to replay it.
 	e2 := newEnv(t)
 	e2.Write(t, "queen-0000000000001-00000001.buf", data)
-	sameRecords(t, drain(t, open(t, e2.FS, spool.Options{}), 10), []spool.Record{all[1]})
+	sameRecords(t, drain(t, Open(t, e2.FS, spool.Options{}), 10), []spool.Record{all[1]})
 	reason := string(env.Read(t, rejected+".reason"))
 	if !strings.Contains(reason, "invalid payload") || !strings.Contains(reason, "txn-000001") {
 		t.Fatalf("reason %q", reason)
@@ -353,7 +353,7 @@ func listsFailed(env Env) bool {
 
 func testQuarantineAgainAfterDeath(t *testing.T, newEnv func(t *testing.T) Env) {
 	env := newEnv(t)
-	s := open(t, env.FS, spool.Options{})
+	s := Open(t, env.FS, spool.Options{})
 	all := recs(0, 3, "p")
 	appendAll(t, s, all...)
 	b, err := s.Next(10)
@@ -365,7 +365,7 @@ func testQuarantineAgainAfterDeath(t *testing.T, newEnv func(t *testing.T) Env) 
 	}
 	dead := env.Kill(t) // before Commit
 
-	s2 := open(t, dead.FS, spool.Options{})
+	s2 := Open(t, dead.FS, spool.Options{})
 	failed := int64(0)
 	if listsFailed(dead) {
 		failed = 1 // Open counts the item the dead process quarantined
@@ -393,7 +393,7 @@ func testQuarantineAgainAfterDeath(t *testing.T, newEnv func(t *testing.T) Env) 
 
 func testFailedCountedAtOpen(t *testing.T, newEnv func(t *testing.T) Env) {
 	env := newEnv(t)
-	s := open(t, env.FS, spool.Options{})
+	s := Open(t, env.FS, spool.Options{})
 	appendAll(t, s, recs(0, 3, "p")...)
 	b, err := s.Next(10)
 	if err != nil {
@@ -410,7 +410,7 @@ func testFailedCountedAtOpen(t *testing.T, newEnv func(t *testing.T) Env) {
 	// A half-written item (a "~" name) is not an item.
 	env.Write(t, "failed/queen-0000000000001-00000001-000000000016.corrupt~", []byte("half"))
 
-	s2 := open(t, env.FS, spool.Options{})
+	s2 := Open(t, env.FS, spool.Options{})
 	want := map[string]int64{"FailedFiles": 0, "FailedBytes": 0}
 	if listsFailed(env) {
 		want = map[string]int64{"FailedFiles": 1, "FailedBytes": size}
@@ -424,7 +424,7 @@ func testOrphanAndTempFiles(t *testing.T, newEnv func(t *testing.T) Env) {
 	env.Write(t, "queen-0000000000005-00000008.pos~", []byte("half"))     // a position being written
 	env.Write(t, "unrelated.txt", []byte("not ours"))
 	// A clock behind the names found: new names still sort after them.
-	s := open(t, env.FS, spool.Options{Now: newClock(1).now})
+	s := Open(t, env.FS, spool.Options{Now: newClock(1).now})
 	if got := names(t, env, "queen-", ""); len(got) != 0 {
 		t.Fatalf("leftovers %v", got)
 	}
@@ -440,7 +440,7 @@ func testOrphanAndTempFiles(t *testing.T, newEnv func(t *testing.T) Env) {
 func testDamagedPosition(t *testing.T, newEnv func(t *testing.T) Env) {
 	all := recs(0, 4, "p")
 	env := newEnv(t)
-	s := open(t, env.FS, spool.Options{})
+	s := Open(t, env.FS, spool.Options{})
 	appendAll(t, s, all...)
 	b, err := s.Next(2)
 	if err != nil {
@@ -465,14 +465,14 @@ func testDamagedPosition(t *testing.T, newEnv func(t *testing.T) Env) {
 			dead := env.Kill(t)
 			dead.Write(t, pos, tc.content)
 			// Dedup by transaction id makes the replay of the first two harmless.
-			sameRecords(t, drain(t, open(t, dead.FS, spool.Options{}), 10), all)
+			sameRecords(t, drain(t, Open(t, dead.FS, spool.Options{}), 10), all)
 		})
 	}
 }
 
 func testBitRotAfterAppend(t *testing.T, newEnv func(t *testing.T) Env) {
 	env := newEnv(t)
-	s := open(t, env.FS, spool.Options{EventsPerFile: 2})
+	s := Open(t, env.FS, spool.Options{EventsPerFile: 2})
 	a, b, c := rec(0, "p1"), rec(1, "p2"), rec(2, "p1")
 	appendAll(t, s, a)
 	appendAll(t, s, b)
@@ -489,7 +489,7 @@ func testBitRotAfterAppend(t *testing.T, newEnv func(t *testing.T) Env) {
 
 func testRotation(t *testing.T, newEnv func(t *testing.T) Env) {
 	env := newEnv(t)
-	s := open(t, env.FS, spool.Options{EventsPerFile: 3})
+	s := Open(t, env.FS, spool.Options{EventsPerFile: 3})
 	all := recs(0, 7, "p")
 	appendEach(t, s, all)
 	if bufs, tmps := names(t, env, "queen-", ".buf"), names(t, env, "queen-", ".tmp"); len(bufs) != 2 || len(tmps) != 1 {
@@ -504,7 +504,7 @@ func testRotation(t *testing.T, newEnv func(t *testing.T) Env) {
 
 func testPendingPerPartition(t *testing.T, newEnv func(t *testing.T) Env) {
 	env := newEnv(t)
-	s := open(t, env.FS, spool.Options{})
+	s := Open(t, env.FS, spool.Options{})
 	const tn, q = ports.DefaultTenant, "orders"
 	appendAll(t, s, rec(0, "p1"), rec(1, "p1"), rec(2, "p2"))
 	if !s.Pending(tn, q, "p1") || !s.Pending(tn, q, "p2") || s.Pending(tn, q, "p3") || s.Pending("other", q, "p1") {
@@ -542,7 +542,7 @@ func testPendingPerPartition(t *testing.T, newEnv func(t *testing.T) Env) {
 
 func testLocked(t *testing.T, newEnv func(t *testing.T) Env) {
 	env := newEnv(t)
-	s := open(t, env.FS, spool.Options{})
+	s := Open(t, env.FS, spool.Options{})
 	if s2, err := spool.Open(env.FS, spool.Options{}); !errors.Is(err, ports.ErrSpoolLocked) {
 		if err == nil {
 			_ = s2.Close()
@@ -556,6 +556,6 @@ func testLocked(t *testing.T, newEnv func(t *testing.T) Env) {
 	if _, err := s.Next(1); !errors.Is(err, spool.ErrClosed) {
 		t.Fatalf("Next after Close = %v, want ErrClosed", err)
 	}
-	s2 := open(t, env.FS, spool.Options{})
+	s2 := Open(t, env.FS, spool.Options{})
 	closeSpool(t, s2)
 }

@@ -107,7 +107,9 @@ func recs(from, n int, part string) []spool.Record {
 }
 
 // open opens and starts a spool on fsys, closed at the end of the test.
-func open(t *testing.T, fsys ports.SpoolFS, opts spool.Options) *spool.Spool {
+// Open opens the spool on fsys and starts it; the test's end closes it. It is the
+// setup of every test that needs a running spool (this suite, core/drain, core/push).
+func Open(t testing.TB, fsys ports.SpoolFS, opts spool.Options) *spool.Spool {
 	t.Helper()
 	s, err := spool.Open(fsys, opts)
 	if err != nil {
@@ -276,7 +278,7 @@ func (c *clock) now() time.Time { return time.UnixMilli(c.ms.Load()) }
 func closedFile(t *testing.T, newEnv func(t *testing.T) Env, rs []spool.Record) (Env, string) {
 	t.Helper()
 	env := newEnv(t)
-	s := open(t, env.FS, spool.Options{Now: newClock(1700000000000).now})
+	s := Open(t, env.FS, spool.Options{Now: newClock(1700000000000).now})
 	appendEach(t, s, rs)
 	closeSpool(t, s)
 	return env, only(t, env, "queen-", ".buf")
