@@ -8,7 +8,11 @@
 --
 -- Invariants: committed <= batch_end; the span (committed, batch_end] is the last
 -- delivery not yet acked; lease_id is NULL exactly when lease_expires_at is NULL; a lease
--- is live while lease_expires_at > now().
+-- is live while lease_expires_at > now(). Kept by every statement that writes the table
+-- (the postgres adapter's consume fixture checks them after each conformance case), not
+-- by CHECK constraints: PostgreSQL prepares a CHECK's expression again in every UPDATE,
+-- a measurable share of the pop's and the ack's cursor update (docs/benchmarks.md,
+-- "Figures behind choices in the code").
 CREATE TABLE IF NOT EXISTS queen.log_consumers (
     partition_id     uuid        NOT NULL, -- queen.log_partitions (id): no key, see there
     consumer_group   text        NOT NULL,

@@ -14,6 +14,7 @@ import (
 // suites, which arrange by SQL what the ports cannot express.
 func consumeFixture(t *testing.T) porttest.ConsumeFixture {
 	s := newStore(t, Options{PoolSize: 10})
+	t.Cleanup(func() { checkCursorInvariants(t, s) })
 	return porttest.ConsumeFixture{
 		Segments:     s,
 		Consume:      s,
