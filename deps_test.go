@@ -179,8 +179,8 @@ func TestAdapterTestsDependencyRule(t *testing.T) {
 
 // TestRootOnlyWires enforces docs/design.md "Inside the code" for the composition root: its code imports the
 // standard library, google/wire and this module's packages (the technologies stay in
-// their adapters), and its only test is this architecture test: black-box tests live in
-// e2e/, port behaviour in ports/porttest, benchmarks in bench/.
+// their adapters), and its only tests are the repository's own rules (rootTests):
+// black-box tests live in e2e/, port behaviour in ports/porttest, benchmarks in bench/.
 func TestRootOnlyWires(t *testing.T) {
 	t.Parallel()
 	for _, p := range imports(t, ".", codeFiles)["."] {
@@ -192,10 +192,16 @@ func TestRootOnlyWires(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(tests) != 1 || tests[0] != "deps_test.go" {
-		t.Errorf("the root package's test files are %v: only the architecture test (deps_test.go) belongs here", tests)
+	for _, f := range tests {
+		if !slices.Contains(rootTests, f) {
+			t.Errorf("the root package has the test file %s: only the repository's rules %v belong here", f, rootTests)
+		}
 	}
 }
+
+// rootTests are the test files of the root package: the rules of the whole repository,
+// this architecture test and the document references' test.
+var rootTests = []string{"deps_test.go", "docrefs_test.go"}
 
 // e2eAllowed are the packages black-box tests may use besides the standard library: the
 // broker's public constructor and configuration, a throwaway PostgreSQL, the leak check,
