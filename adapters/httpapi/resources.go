@@ -170,14 +170,8 @@ type resQueueDetail struct {
 // handleResQueue is GET /api/v1/resources/queues/{queue} (docs/api.md §5.7); limit and
 // offset page the partitions (the totals cover all of them).
 func (a *api) handleResQueue(w http.ResponseWriter, r *http.Request) {
-	page, err := resPage(r.URL.Query())
-	if err != nil {
-		writeError(w, a.opts.Logger, err)
-		return
-	}
-	d, err := a.Resources.Queue(r.Context(), a.opts.Tenant, mux.Vars(r)["queue"], page)
-	if err != nil {
-		writeError(w, a.opts.Logger, err)
+	d, ok := a.queueDetail(w, r, r.URL.Query())
+	if !ok {
 		return
 	}
 	c := d.Config
@@ -190,6 +184,21 @@ func (a *api) handleResQueue(w http.ResponseWriter, r *http.Request) {
 			Stats: resStatsOf(p.Messages), OldestMessage: resTimePtr(p.Oldest), NewestMessage: resTimePtr(p.Newest)}
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// queueDetail reads the detail of the route's {queue}, its partitions paged by q's limit
+// and offset: the one read behind the two detail routes (resources and status). An
+// error is answered, and ok is false.
+func (a *api) queueDetail(w http.ResponseWriter, r *http.Request, q url.Values) (d admin.QueueDetail, ok bool) {
+	page, err := resPage(q)
+	if err == nil {
+		d, err = a.Resources.Queue(r.Context(), a.opts.Tenant, mux.Vars(r)["queue"], page)
+	}
+	if err != nil {
+		writeError(w, a.opts.Logger, err)
+		return admin.QueueDetail{}, false
+	}
+	return d, true
 }
 
 type resDepthPartition struct {

@@ -228,14 +228,8 @@ func (a *api) handleStatusQueue(w http.ResponseWriter, r *http.Request) {
 		writeError(w, a.opts.Logger, badRequestf("includePartitions must be true or false, got %q", v))
 		return
 	}
-	page, err := resPage(q)
-	if err != nil {
-		writeError(w, a.opts.Logger, err)
-		return
-	}
-	d, err := a.Resources.Queue(r.Context(), a.opts.Tenant, mux.Vars(r)["queue"], page)
-	if err != nil {
-		writeError(w, a.opts.Logger, err)
+	d, ok := a.queueDetail(w, r, q)
+	if !ok {
 		return
 	}
 	c := d.Config
