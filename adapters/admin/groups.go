@@ -150,17 +150,21 @@ func groupPositionsOf(rows []groupPositionRow) (time.Time, []ports.GroupPosition
 	return asOf, out
 }
 
+// groupPositionsOfPairs is the start of a positions read: ?0 is the (group, queue)
+// pairs to read (groupPairs), each expanded to its partitions' positions (x).
+const groupPositionsOfPairs = `
+WITH pairs AS (?0)
+SELECT ` + groupPositionColumns + `
+  FROM pairs p
+  JOIN queen.queues q ON q.id = p.queue_id
+ CROSS JOIN LATERAL queen.log_group_positions_v1(ARRAY[p.grp], ARRAY[p.queue_id]) x`
+
 // GroupPositions implements ports.GroupStore: one statement.
 func (a *Admin) GroupPositions(ctx context.Context, tenant, group string, page ports.GroupPage) (time.Time, []ports.GroupPosition, error) {
 	var rows []groupPositionRow
 	err := a.groupRead(ctx, "group positions", func(ctx context.Context, tx bun.Tx) error {
 		st := newStmt(tx)
-		return st.NewRaw(`
-WITH pairs AS (?0)
-SELECT `+groupPositionColumns+`
-  FROM pairs p
-  JOIN queen.queues q ON q.id = p.queue_id
- CROSS JOIN LATERAL queen.log_group_positions_v1(ARRAY[p.grp], ARRAY[p.queue_id]) x
+		return st.NewRaw(groupPositionsOfPairs+`
  WHERE x.has_cursor OR x.lag > 0
  ORDER BY q.name COLLATE "C", x.partition_name COLLATE "C"
  LIMIT ?1 OFFSET ?2`,
@@ -178,12 +182,7 @@ func (a *Admin) LaggingPositions(ctx context.Context, tenant string, minLag time
 	var rows []groupPositionRow
 	err := a.groupRead(ctx, "lagging positions", func(ctx context.Context, tx bun.Tx) error {
 		st := newStmt(tx)
-		return st.NewRaw(`
-WITH pairs AS (?0)
-SELECT `+groupPositionColumns+`
-  FROM pairs p
-  JOIN queen.queues q ON q.id = p.queue_id
- CROSS JOIN LATERAL queen.log_group_positions_v1(ARRAY[p.grp], ARRAY[p.queue_id]) x
+		return st.NewRaw(groupPositionsOfPairs+`
  WHERE x.oldest_unconsumed_at <= now() - make_interval(secs => ?1)
  ORDER BY x.oldest_unconsumed_at, x.group_name COLLATE "C", q.name COLLATE "C", x.partition_name COLLATE "C"
  LIMIT ?2`,
