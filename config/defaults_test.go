@@ -4,6 +4,10 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/queen-go/queen/adapters/admin"
+	"github.com/queen-go/queen/adapters/httpapi"
+	"github.com/queen-go/queen/adapters/jwks"
+	"github.com/queen-go/queen/adapters/postgres"
 	"github.com/queen-go/queen/core/auth"
 	"github.com/queen-go/queen/core/consume"
 	"github.com/queen-go/queen/core/drain"
@@ -17,7 +21,7 @@ import (
 	"github.com/queen-go/queen/ports"
 )
 
-// TestDefaultsAgreeWithCore: where a core package has a default of its own for what a
+// TestDefaultsAgreeWithCore: where a core package or an adapter has a default of its own for what a
 // variable sets (so that its tests and tools need no configuration), the variable's
 // default is that same value. Change one, and this fails until the other follows.
 func TestDefaultsAgreeWithCore(t *testing.T) {
@@ -60,6 +64,14 @@ func TestDefaultsAgreeWithCore(t *testing.T) {
 		{"JWT_ROLES_ARRAY_CLAIM", c.JWTRolesArrayClaim, auth.DefaultRolesArrayClaim},
 		{"JWT_ROLE_*", auth.RoleNames{Admin: c.JWTRoleAdmin, ReadWrite: c.JWTRoleReadWrite, ReadOnly: c.JWTRoleReadOnly,
 			WriteOnly: c.JWTRoleWriteOnly}, auth.DefaultRoleNames},
+		// The adapters' own defaults, for their tests and tools.
+		{"DB_POOL_SIZE", c.PoolSize, postgres.DefaultPoolSize},
+		{"DB_STATEMENT_TIMEOUT (postgres)", c.StatementTimeout, postgres.DefaultStatementTimeout},
+		{"DB_STATEMENT_TIMEOUT (admin)", c.StatementTimeout, admin.DefaultStatementTimeout},
+		{"QUEEN_MAX_BODY_BYTES", c.MaxBodyBytes, int64(httpapi.DefaultMaxBodyBytes)},
+		{"QUEEN_MAX_PUSH_ITEMS", c.MaxPushItems, httpapi.DefaultMaxPushItems},
+		{"JWT_JWKS_REFRESH_INTERVAL", c.JWTRefresh(), jwks.DefaultRefresh},
+		{"JWT_JWKS_TIMEOUT_MS", c.JWTJWKSTimeout, jwks.DefaultTimeout},
 	}
 	for _, tt := range tests {
 		// Compare values of one type: an untyped constant of core is an int or a float64.

@@ -29,9 +29,13 @@ type Options struct {
 	Logger      *slog.Logger
 }
 
+// DefaultStatementTimeout is Options.StatementTimeout's default, DB_STATEMENT_TIMEOUT's
+// (config's tests check that they agree).
+const DefaultStatementTimeout = 30 * time.Second
+
 func (o *Options) defaults() {
 	if o.StatementTimeout <= 0 {
-		o.StatementTimeout = 30 * time.Second
+		o.StatementTimeout = DefaultStatementTimeout
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()

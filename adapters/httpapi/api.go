@@ -25,6 +25,13 @@ import (
 	"github.com/queen-go/queen/ports"
 )
 
+// The defaults of Options that server variables share (config's tests check that they
+// agree).
+const (
+	DefaultMaxBodyBytes = 64 << 20 // QUEEN_MAX_BODY_BYTES, bytes
+	DefaultMaxPushItems = 10000    // QUEEN_MAX_PUSH_ITEMS
+)
+
 // Options configures the handler; zero values take the defaults in brackets.
 type Options struct {
 	MaxBodyBytes int64  // [64 MiB] QUEEN_MAX_BODY_BYTES
@@ -102,10 +109,10 @@ func New(svc Services, opts Options) http.Handler {
 
 func newAPI(svc Services, opts Options) *api {
 	if opts.MaxBodyBytes <= 0 {
-		opts.MaxBodyBytes = 64 << 20
+		opts.MaxBodyBytes = DefaultMaxBodyBytes
 	}
 	if opts.MaxPushItems <= 0 {
-		opts.MaxPushItems = 10000
+		opts.MaxPushItems = DefaultMaxPushItems
 	}
 	if opts.Tenant == "" {
 		opts.Tenant = ports.DefaultTenant

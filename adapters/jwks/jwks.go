@@ -21,6 +21,13 @@ import (
 	"github.com/queen-go/queen/core/auth"
 )
 
+// The defaults of Options that server variables share (config's tests check that they
+// agree).
+const (
+	DefaultRefresh = time.Hour       // JWT_JWKS_REFRESH_INTERVAL
+	DefaultTimeout = 5 * time.Second // JWT_JWKS_TIMEOUT_MS
+)
+
 // Options configures a Client; zero values take the defaults in brackets.
 type Options struct {
 	Refresh      time.Duration // [1 h] JWT_JWKS_REFRESH_INTERVAL: period of the re-fetch
@@ -52,10 +59,10 @@ func New(rawURL string, opts Options) (*Client, error) {
 		return nil, fmt.Errorf("jwks: url %q: want an http:// or https:// URL", rawURL)
 	}
 	if opts.Refresh <= 0 {
-		opts.Refresh = time.Hour
+		opts.Refresh = DefaultRefresh
 	}
 	if opts.Timeout <= 0 {
-		opts.Timeout = 5 * time.Second
+		opts.Timeout = DefaultTimeout
 	}
 	if opts.MissInterval <= 0 {
 		opts.MissInterval = 5 * time.Second

@@ -21,6 +21,13 @@ import (
 	"github.com/queen-go/queen/schema"
 )
 
+// The defaults of Options, shared with the server's variables (config reads the same
+// values; its tests check that they agree).
+const (
+	DefaultPoolSize         = 160              // DB_POOL_SIZE
+	DefaultStatementTimeout = 30 * time.Second // DB_STATEMENT_TIMEOUT
+)
+
 // Options tunes a Store; zero values take the defaults in brackets.
 type Options struct {
 	PoolSize         int           // [160] DB_POOL_SIZE
@@ -31,10 +38,10 @@ type Options struct {
 
 func (o *Options) defaults() {
 	if o.PoolSize <= 0 {
-		o.PoolSize = 160
+		o.PoolSize = DefaultPoolSize
 	}
 	if o.StatementTimeout <= 0 {
-		o.StatementTimeout = 30 * time.Second
+		o.StatementTimeout = DefaultStatementTimeout
 	}
 	if o.ApplicationName == "" {
 		o.ApplicationName = "queen-go"
