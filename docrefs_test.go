@@ -229,6 +229,13 @@ func TestCheckRefs(t *testing.T) {
 		},
 		rows: map[string]bool{"F8": true, "L4": true, "28": true},
 	}
+	// The forbidden citations are spelt in pieces, so that this file is not itself a
+	// citation the repository's other checks (and readers grepping) would find.
+	const (
+		outside   = ".." + "/shared"
+		workspace = "/work" + "/shared"
+		issue     = "Issue" + " "
+	)
 	tests := []struct {
 		name, dir, text string
 		want            []string // the refs reported, in order
@@ -240,8 +247,8 @@ func TestCheckRefs(t *testing.T) {
 		{"section of an unnumbered document", ".", "docs/design.md §9", []string{"docs/design.md §9"}},
 		{"bare api.md", ".", "see api.md §5.1", []string{"api.md"}},
 		{"bare faults.md", ".", "(faults.md F8)", []string{"faults.md"}},
-		{"spec path outside", ".", "see ../shared/spec/api.md", []string{"../shared", "../shared/spec/api.md"}},
-		{"absolute workspace path", ".", "(/work/shared/spec/streams.md)", []string{"/work/shared/spec/streams.md"}},
+		{"spec path outside", ".", "see " + outside + "/spec/api.md", []string{outside, outside + "/spec/api.md"}},
+		{"absolute workspace path", ".", "(" + workspace + "/spec/streams.md)", []string{workspace + "/spec/streams.md"}},
 		{"absolute document path", ".", "read /etc/queen/notes.md first", []string{"/etc/queen/notes.md"}},
 		{"missing docs file", ".", "figures in docs/perf.md", []string{"docs/perf.md"}},
 		{"missing docs directory", ".", "see docs/img/ for pictures", []string{"docs/img"}},
@@ -254,15 +261,15 @@ func TestCheckRefs(t *testing.T) {
 		{"root document", "core/push", "README.md says", nil},
 		{"generated output", ".", "keeps faults-table.md", nil},
 		{"shell variable", ".", "cat \"$dir/affinity.txt\" ${out}/x.md", nil},
-		{"issue number", ".", "measured in Issue 18's profile", []string{"Issue 18"}},
-		{"issue with hash", ".", "Issue #7", []string{"Issue #7"}},
-		{"issues plural", ".", "issues 2 and 3", []string{"issues 2"}},
+		{"issue number", ".", "measured in " + issue + "18's profile", []string{issue + "18"}},
+		{"issue with hash", ".", issue + "#7", []string{issue + "#7"}},
+		{"issues plural", ".", "issue" + "s 2 and 3", []string{"issue" + "s 2"}},
 		{"the word issue", ".", "the issue is the lock; issued 3 times", nil},
 		{"seed", ".", "the livelock of seed 001 and seeds 000/002", []string{"seed 001", "seeds 000"}},
 		{"seeded numbers", ".", "seeded 100 partitions", nil},
 		{"the seed's", ".", "the seed's table, as the seeds say", []string{"the seed's", "the seeds"}},
 		{"a random seed", ".", "logs the random seed 42 of the run and seed %d", nil},
-		{"url", ".", "https://github.com/queen-mq/queen/blob/master/docs/api.md and http://x/Issue 4", nil},
+		{"url", ".", "https://github.com/queen-mq/queen/blob/master/docs/api.md and http://x/" + issue + "4", nil},
 		{"go identifiers", ".", "api.Handle and md.Render, s.md5", nil},
 		{"go file paths", ".", "core/spool/doc.go gives the format", nil},
 		{"reliability rows", ".", "docs/reliability.md F8, docs/reliability.md L4, docs/reliability.md bad input #28", nil},
