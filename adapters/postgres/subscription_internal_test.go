@@ -4,7 +4,6 @@ import (
 	"context"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -43,25 +42,6 @@ INSERT INTO queen.consumer_groups (queue_id, name, subscription_mode, subscribed
 SELECT q.id, 'g', 'new', clock_timestamp() FROM queen.queues q WHERE q.name = $1`, queue); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// waitForAdvisoryWaiter polls until a session waits for an advisory lock (a bounded
-// poll: the waiter is the pop started just before).
-func waitForAdvisoryWaiter(t *testing.T, s *Store) {
-	t.Helper()
-	for range 500 {
-		var n int
-		if err := s.pool.QueryRow(context.Background(),
-			`SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
-			    AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		if n > 0 {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatal("no pop waited for the subscription being recorded within 5 s")
 }
 
 // TestSubscriptionNewAtFirstContact: a group subscribed with mode new reads every message
@@ -111,7 +91,7 @@ func TestSubscriptionNewAtFirstContact(t *testing.T) {
 				claims, err := subPopErr(s, tc.queue, "0191d7a2-0000-7000-8000-000000000011")
 				racing <- answer{claims, err}
 			}()
-			waitForAdvisoryWaiter(t, s)
+			waitForLockWaiter(t, s, "advisory", "pop")
 			if tc.commit {
 				err = tx.Commit(ctx)
 			} else {

@@ -8,14 +8,16 @@ import (
 	"github.com/queen-go/queen/ports"
 )
 
-// waitForLockWaiter polls until a session of this test's database waits for a lock (a
-// bounded poll: the waiter is the write started just before).
-func waitForLockWaiter(t *testing.T, s *Store, what string) {
+// waitForLockWaiter polls until a session of this test's database waits for a lock of
+// locktype ("" for any; pg_locks.locktype): a bounded poll, what is the write started just
+// before, named in the failure.
+func waitForLockWaiter(t *testing.T, s *Store, locktype, what string) {
 	t.Helper()
 	for range 500 {
 		var n int
-		if err := s.pool.QueryRow(context.Background(), `SELECT count(*) FROM pg_locks WHERE NOT granted
-			AND database IS DISTINCT FROM 0 AND pid IN (SELECT pid FROM pg_stat_activity WHERE datname = current_database())`).Scan(&n); err != nil {
+		if err := s.pool.QueryRow(context.Background(), `SELECT count(*) FROM pg_locks l
+			JOIN pg_stat_activity a ON a.pid = l.pid AND a.datname = current_database()
+			WHERE NOT l.granted AND ($1 = '' OR l.locktype = $1)`, locktype).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
 		if n > 0 {
@@ -23,7 +25,7 @@ func waitForLockWaiter(t *testing.T, s *Store, what string) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	t.Fatalf("no %s waited for the partition's lock within 5 s", what)
+	t.Fatalf("no %s waited for a lock within 5 s", what)
 }
 
 // TestWritesOutliveTheirPartitionsDeletion: a write whose partition is deleted while it
@@ -76,7 +78,7 @@ func TestWritesOutliveTheirPartitionsDeletion(t *testing.T) {
 				res, err := w.write(oneFrame(queue, "p", "second"))
 				done <- answer{res, err}
 			}()
-			waitForLockWaiter(t, s, w.name)
+			waitForLockWaiter(t, s, "", w.name)
 			for _, table := range []string{"queen.log_segments", "queen.log_txns", "queen.log_consumers", "queen.log_partitions"} {
 				col := "partition_id"
 				if table == "queen.log_partitions" {

@@ -1,10 +1,7 @@
 package pgtest
 
 import (
-	"context"
 	"testing"
-
-	"github.com/jackc/pgx/v5"
 )
 
 // SetEncryptionBehindBrokers sets queue's encryptionEnabled flag (every tenant's queue of
@@ -14,13 +11,8 @@ import (
 // what the database itself guarantees then (no plaintext stored for an encrypted queue).
 func SetEncryptionBehindBrokers(t testing.TB, dbURL, queue string, on bool) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, dbURL)
-	if err != nil {
-		t.Fatalf("pgtest: connect: %v", err)
-	}
-	defer conn.Close(context.Background())
+	ctx, conn, done := openConn(t, dbURL)
+	defer done()
 	tag, err := conn.Exec(ctx, `UPDATE queen.queues SET encryption_enabled = $2 WHERE name = $1`, queue, on)
 	if err != nil {
 		t.Fatalf("pgtest: set the encryption flag of %s: %v", queue, err)

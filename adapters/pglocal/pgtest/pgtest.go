@@ -159,6 +159,22 @@ func shutdown() error {
 	return nil
 }
 
+// openConn opens a connection to dbURL for one helper's statements, under a context
+// bounded by opTimeout; done closes both. It fails the test if it cannot connect.
+func openConn(t testing.TB, dbURL string) (ctx context.Context, conn *pgx.Conn, done func()) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		cancel()
+		t.Fatalf("pgtest: connect: %v", err)
+	}
+	return ctx, conn, func() {
+		_ = conn.Close(context.Background())
+		cancel()
+	}
+}
+
 // createDatabase creates an empty database with a name unique to this process and returns it.
 func createDatabase(ctx context.Context, admin string) (string, error) {
 	conn, err := pgx.Connect(ctx, admin)
@@ -232,13 +248,8 @@ func NewDatabaseWith(t testing.TB, settings ...string) string {
 		t.Fatalf("pgtest: NewDatabaseWith: settings come in name, value pairs: %q", settings)
 	}
 	dbURL := NewDatabase(t)
-	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, dbURL)
-	if err != nil {
-		t.Fatalf("pgtest: %v", err)
-	}
-	defer conn.Close(context.Background())
+	ctx, conn, done := openConn(t, dbURL)
+	defer done()
 	db := pgx.Identifier{conn.Config().Database}.Sanitize()
 	for i := 0; i < len(settings); i += 2 {
 		// SET takes no bound parameter: the value is an escape-string literal, correct

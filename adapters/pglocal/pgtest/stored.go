@@ -1,7 +1,6 @@
 package pgtest
 
 import (
-	"context"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -25,13 +24,8 @@ type StoredMessage struct {
 // payload is an envelope, not the plaintext). Everything else belongs to the API.
 func StoredMessages(t testing.TB, dbURL, queue string) []StoredMessage {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, dbURL)
-	if err != nil {
-		t.Fatalf("pgtest: connect: %v", err)
-	}
-	defer conn.Close(context.Background())
+	ctx, conn, done := openConn(t, dbURL)
+	defer done()
 	rows, err := conn.Query(ctx, `SELECT p.name, s.blob
 		FROM queen.log_segments s
 		JOIN queen.log_partitions p ON p.id = s.partition_id
