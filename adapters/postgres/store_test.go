@@ -214,13 +214,21 @@ func TestGuardsRaise(t *testing.T) {
 	s := newStore(t, Options{PoolSize: 2})
 	// The set-based bundle and its per-segment reference keep the same guards.
 	var tests []struct{ name, sql string }
-	for _, fn := range []string{"log_push_multi_v3", "log_push_multi_v2"} {
+	for _, fn := range []string{"log_push_multi_v4", "log_push_multi_v3", "log_push_multi_v2"} {
 		tests = append(tests, []struct{ name, sql string }{
 			{fn + "/misaligned arrays", `SELECT queen.` + fn + `(ARRAY['q','q'], ARRAY['p'], ARRAY[1], ARRAY['\x00000000000000000000000000000000'::bytea], ARRAY[-1::int8], ARRAY['\x01'::bytea])`},
 			{fn + "/hash stride", `SELECT queen.` + fn + `(ARRAY['q'], ARRAY['p'], ARRAY[2], ARRAY['\x00000000000000000000000000000000'::bytea], ARRAY[-1::int8], ARRAY['\x01'::bytea])`},
 			{fn + "/zero count", `SELECT queen.` + fn + `(ARRAY['q'], ARRAY['p'], ARRAY[0], ARRAY[''::bytea], ARRAY[-1::int8], ARRAY['\x01'::bytea])`},
 		}...)
 	}
+	// v4's plain flags must align with the segments: a refusal routed to the wrong segment
+	// would store plaintext or drop a commit.
+	const one = `ARRAY['q'], ARRAY['p'], ARRAY[1], ARRAY['\x00000000000000000000000000000000'::bytea], ARRAY[-1::int8], ARRAY['\x01'::bytea]`
+	tests = append(tests, []struct{ name, sql string }{
+		{"log_push_multi_v4/more flags than segments", `SELECT queen.log_push_multi_v4(` + one + `, NULL, ARRAY[true, false])`},
+		{"log_push_multi_v4/a NULL flag", `SELECT queen.log_push_multi_v4(` + one + `, NULL, ARRAY[NULL::boolean])`},
+		{"log_push_multi_v4/misaligned arrays with flags", `SELECT queen.log_push_multi_v4(ARRAY['q','q'], ARRAY['p'], ARRAY[1], ARRAY['\x00000000000000000000000000000000'::bytea], ARRAY[-1::int8], ARRAY['\x01'::bytea], NULL, ARRAY[true, true])`},
+	}...)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := s.pool.Exec(context.Background(), tt.sql)
