@@ -100,6 +100,12 @@ type Config struct {
 	RetentionDueCap   int           `env:"QUEEN_RETENTION_DUE_CAP" envDefault:"0" min:"0" section:"Retention" help:"Partitions walked and rows removed per cycle at most; 0 derives RETENTION_BATCH_SIZE x RETENTION_PARALLELISM x 5. A backlog of expired data drains at this many rows per cycle."`
 	PartitionCleanup  bool          `env:"QUEEN_PARTITION_CLEANUP_ENABLED" envDefault:"true" section:"Retention" help:"Delete partitions that retain nothing and were not written for PARTITION_CLEANUP_DAYS."`
 	PartitionIdleDays int           `env:"PARTITION_CLEANUP_DAYS" envDefault:"30" min:"1" section:"Retention" help:"Days without a write after which a partition that retains nothing is deleted with its cursors (checked every 10 minutes)."`
+	MetricsRetention  int           `env:"METRICS_RETENTION_DAYS" envDefault:"90" min:"1" section:"Retention" help:"Days the metrics history (per-minute counters of queues and brokers, retention runs) is kept; older minutes are removed by the retention cycle in bounded steps."`
+
+	// Metrics history and dashboard.
+
+	MetricsFlush time.Duration `env:"METRICS_FLUSH_MS" envDefault:"60000" min:"10" section:"Metrics" help:"How often each broker writes its per-minute counters (queues and broker) to the metrics history, in milliseconds: one short statement per flush. Counting itself is in memory; during a database outage the missed minutes are written later (up to 60 of them)."`
+	Dashboard    bool          `env:"QUEEN_DASHBOARD" envDefault:"true" section:"Metrics" help:"Serve the web dashboard at / (its pages and assets are public; every figure and action it shows goes through the API's authentication)."`
 
 	// Authentication (docs/api.md §3, §6.5).
 

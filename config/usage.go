@@ -8,7 +8,7 @@ import (
 )
 
 // sections lists the Usage sections in display order.
-var sections = []string{"Server", "Database", "Push path", "Pop path", "Hot-list", "Spool", "Retention", "Authentication", "Logging"}
+var sections = []string{"Server", "Database", "Push path", "Pop path", "Hot-list", "Spool", "Retention", "Metrics", "Authentication", "Logging"}
 
 // want describes the values a field accepts; it is used both in errors and
 // in Usage.
