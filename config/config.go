@@ -104,7 +104,7 @@ type Config struct {
 
 	// Metrics history and dashboard.
 
-	MetricsFlush time.Duration `env:"METRICS_FLUSH_MS" envDefault:"60000" min:"10" section:"Metrics" help:"How often each broker writes its per-minute counters (queues and broker) to the metrics history, in milliseconds: one short statement per flush. Counting itself is in memory; during a database outage the missed minutes are written later (up to 60 of them)."`
+	MetricsFlush time.Duration `env:"METRICS_FLUSH_MS" envDefault:"60000" min:"0" section:"Metrics" help:"How often each broker writes its per-minute counters (queues and broker) to the metrics history, in milliseconds: one short statement per flush. Counting itself is in memory; during a database outage the missed flushes are written later (up to 60 of them). 0 turns the history off on this broker: nothing is counted or written."`
 	Dashboard    bool          `env:"QUEEN_DASHBOARD" envDefault:"true" section:"Metrics" help:"Serve the web dashboard at / (its pages and assets are public; every figure and action it shows goes through the API's authentication)."`
 
 	// Authentication (docs/api.md §3, §6.5).
