@@ -1,0 +1,148 @@
+package history
+
+import (
+	"bytes"
+	"os"
+	"runtime"
+	"runtime/metrics"
+	"strconv"
+	"time"
+
+	"github.com/queen-go/queen/ports"
+)
+
+// Figures are the sources of the process figures a Recorder samples. Each is called
+// from the Recorder's loop only, every Options.Sample and at each flush (one sample
+// serves both when they come together).
+type Figures struct {
+	// CPU is the process's cumulative CPU time in µs [getrusage(RUSAGE_SELF); 0 where
+	// there is none]: each flush writes the difference since the previous one.
+	CPU func() (userUs, sysUs int64)
+	// Memory is the process's resident and virtual size in bytes [/proc/self/statm;
+	// else the Go runtime's mapped memory].
+	Memory func() (rss, virtual int64)
+	// Goroutines [runtime.NumGoroutine].
+	Goroutines func() int64
+	// Pool is the database pool's connections: its size, idle and in use [none].
+	Pool func() (size, idle, active int64)
+	// SpoolPending is the spooled records not replayed yet [none].
+	SpoolPending func() int64
+	// Parked calls f for each queue with long polls parked now, with how many [none]
+	// (core/consume's Waker.EachParked).
+	Parked func(f func(tenant, queue string, n int))
+}
+
+func (f *Figures) defaults() {
+	if f.CPU == nil {
+		f.CPU = processCPU
+	}
+	if f.Memory == nil {
+		f.Memory = processMemory
+	}
+	if f.Goroutines == nil {
+		f.Goroutines = func() int64 { return int64(runtime.NumGoroutine()) }
+	}
+}
+
+// sampler accumulates the samples taken since the last flush. It belongs to the loop.
+type sampler struct {
+	fig       ports.BrokerFigures // gauges only; the flush adds the rest
+	parked    map[string]int64    // queue name -> most parked at once (summed over tenants)
+	parkedMax int64               // most parked at once over every queue
+	cpuUser   int64               // CPU time at the last flush, µs
+	cpuSys    int64
+	at        time.Time // the last sample's
+}
+
+// sample takes one sample of every figure.
+func (r *Recorder) sample() {
+	f, s := &r.opts.Figures, &r.fig
+	first := s.fig.Samples == 0
+	rss, virtual := f.Memory()
+	gauge(&s.fig.RSS, rss, first)
+	s.fig.VirtualBytes = virtual
+	if f.Pool != nil {
+		size, idle, active := f.Pool()
+		s.fig.PoolSize = size
+		gauge(&s.fig.PoolIdle, idle, first)
+		gauge(&s.fig.PoolActive, active, first)
+	}
+	if f.SpoolPending != nil {
+		n := f.SpoolPending()
+		s.fig.SpoolPendingMax, s.fig.SpoolPendingLast = max(s.fig.SpoolPendingMax, n), n
+	}
+	g := f.Goroutines()
+	s.fig.GoroutinesMax, s.fig.GoroutinesLast = max(s.fig.GoroutinesMax, g), g
+	s.fig.Samples++
+	s.at = time.Now()
+	if f.Parked != nil {
+		r.sampleParked()
+	}
+}
+
+// sampleParked records the parked long polls: each queue's counters keep their largest
+// count, the broker its largest per queue name and in total.
+func (r *Recorder) sampleParked() {
+	s := &r.fig
+	var total int64
+	byName := make(map[string]int64)
+	r.opts.Figures.Parked(func(tenant, queue string, n int) {
+		if n <= 0 {
+			return
+		}
+		c := r.entry(tenant, queue)
+		raise(&c.parkedMax, int64(n))
+		r.settle(tenant, queue, c)
+		byName[queue] += int64(n)
+		total += int64(n)
+	})
+	for q, n := range byName {
+		if s.parked == nil {
+			s.parked = make(map[string]int64)
+		}
+		s.parked[q] = max(s.parked[q], n)
+	}
+	s.parkedMax = max(s.parkedMax, total)
+}
+
+// take returns the figures and parked polls sampled since the last flush, with the CPU
+// time used since then, and starts afresh.
+func (s *sampler) take(cpu func() (int64, int64)) (ports.BrokerFigures, map[string]int64, int64) {
+	fig, parked, parkedMax := s.fig, s.parked, s.parkedMax
+	u, sy := cpu()
+	fig.CPUUserUs, fig.CPUSysUs = max(u-s.cpuUser, 0), max(sy-s.cpuSys, 0)
+	s.cpuUser, s.cpuSys = u, sy
+	s.fig, s.parked, s.parkedMax = ports.BrokerFigures{}, nil, 0
+	return fig, parked, parkedMax
+}
+
+// gauge adds sample v to g; first says it is the span's first sample.
+func gauge(g *ports.Gauge, v int64, first bool) {
+	if first {
+		*g = ports.Gauge{Sum: v, Min: v, Max: v, Last: v}
+		return
+	}
+	g.Sum += v
+	g.Min, g.Max, g.Last = min(g.Min, v), max(g.Max, v), v
+}
+
+// processMemory reads the resident and virtual size from /proc/self/statm (Linux: the
+// first two fields, in pages); elsewhere it falls back on the Go runtime's view, which
+// misses memory mapped outside it.
+func processMemory() (rss, virtual int64) {
+	if b, err := os.ReadFile("/proc/self/statm"); err == nil {
+		f := bytes.Fields(b)
+		if len(f) >= 2 {
+			size, err1 := strconv.ParseInt(string(f[0]), 10, 64)
+			res, err2 := strconv.ParseInt(string(f[1]), 10, 64)
+			if err1 == nil && err2 == nil {
+				page := int64(os.Getpagesize())
+				return res * page, size * page
+			}
+		}
+	}
+	s := []metrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
+	metrics.Read(s)
+	total, released := int64(s[0].Value.Uint64()), int64(s[1].Value.Uint64())
+	return total - released, total
+}
