@@ -41,9 +41,10 @@ type TraceStore interface {
 	// MessageTraces lists up to limit traces of one message, oldest first.
 	MessageTraces(ctx context.Context, tenant, partitionID, transactionID string, limit int) ([]Trace, error)
 	// TracesByName lists the traces carrying name, newest first, a page of limit after
-	// offset.
-	TracesByName(ctx context.Context, tenant, name string, limit, offset int) ([]Trace, error)
+	// offset, and how many traces carry it (every page: Queen's listing reports the
+	// total).
+	TracesByName(ctx context.Context, tenant, name string, limit, offset int) ([]Trace, int64, error)
 	// TraceNames lists the trace names in use, most recently seen first (ties by name), a
-	// page of limit after offset.
-	TraceNames(ctx context.Context, tenant string, limit, offset int) ([]TraceName, error)
+	// page of limit after offset, and how many names are in use (every page).
+	TraceNames(ctx context.Context, tenant string, limit, offset int) ([]TraceName, int64, error)
 }

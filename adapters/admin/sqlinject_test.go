@@ -189,7 +189,7 @@ func TestInjectedFiltersAreValues(t *testing.T) {
 				return len(r), err
 			}},
 			{"traces by name", func() (int, error) {
-				r, err := a.TracesByName(ctx, tenant, p, 100, 0)
+				r, _, err := a.TracesByName(ctx, tenant, p, 100, 0)
 				return len(r), err
 			}},
 			{"message traces", func() (int, error) {
@@ -272,7 +272,7 @@ func TestBoundValuesRoundTrip(t *testing.T) {
 		if err != nil || !ok {
 			t.Fatalf("AddTrace(%q) = %v, %v", name, ok, err)
 		}
-		back, err := a.TracesByName(ctx, tenant, name, 10, 0)
+		back, _, err := a.TracesByName(ctx, tenant, name, 10, 0)
 		if err != nil || len(back) != 1 || back[0].ID != tr.ID || back[0].TransactionID != name ||
 			back[0].ConsumerGroup != name || string(back[0].Data) != `{"s":"\\'"}` {
 			t.Errorf("TracesByName(%q) = %+v, %v; want the trace as recorded", name, back, err)

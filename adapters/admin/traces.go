@@ -74,11 +74,14 @@ func selectTraces(st *stmt) *bun.SelectQuery {
 		TableExpr("queen.message_traces AS t").
 		Join("LEFT JOIN queen.log_partitions AS lp ON lp.id = t.partition_id").
 		Join("LEFT JOIN queen.queues AS q ON q.id = lp.queue_id").
-		ColumnExpr("t.id::text AS id, t.partition_id::text AS partition_id, t.transaction_id, t.consumer_group").
-		ColumnExpr("t.event_type, t.trace_names, t.data::text AS data, t.created_at").
-		ColumnExpr("q.name AS queue, lp.name AS partition").
+		ColumnExpr(traceColumns).
 		Where("t.expires_at > now()")
 }
+
+// traceColumns are traceView's columns, from a trace (alias t), its partition (lp) and
+// its queue (q).
+const traceColumns = "t.id::text AS id, t.partition_id::text AS partition_id, t.transaction_id, t.consumer_group, " +
+	"t.event_type, t.trace_names, t.data::text AS data, t.created_at, q.name AS queue, lp.name AS partition"
 
 // AddTrace implements ports.TraceStore in one transaction: the partition's queue (its
 // options decide the lifetime), the trace and its name rows, then the expiry batch. The
@@ -170,17 +173,54 @@ func (a *Admin) MessageTraces(ctx context.Context, tenant, partitionID, transact
 	})
 }
 
-// TracesByName implements ports.TraceStore: the name rows' primary key read backwards
-// (newest first), joined to their traces.
-func (a *Admin) TracesByName(ctx context.Context, tenant, name string, limit, offset int) ([]ports.Trace, error) {
-	return a.readTraces(ctx, "traces by name", func(st *stmt) *bun.SelectQuery {
-		return selectTraces(st).
-			Join("JOIN queen.message_trace_names AS n ON n.trace_id = t.id").
-			Where("n.tenant_id = ?::uuid AND n.trace_name = ?", st.arg(tenant), st.arg(name)).
-			OrderExpr("n.created_at DESC, n.trace_id DESC").
+// TracesByName implements ports.TraceStore in one statement: the name rows' primary key
+// read backwards (newest first) for the page, joined to their traces, and counted in
+// full for the total (the page's CTE is the same selection, so both agree).
+func (a *Admin) TracesByName(ctx context.Context, tenant, name string, limit, offset int) ([]ports.Trace, int64, error) {
+	var rows []struct {
+		Total int64 `bun:"total"`
+		traceView
+	}
+	err := a.run(ctx, "traces by name", func(ctx context.Context, c bun.Conn) error {
+		st := newStmt(c)
+		sel := st.NewSelect().
+			TableExpr("queen.message_trace_names AS n").
+			Join("JOIN queen.message_traces AS t ON t.id = n.trace_id").
+			ColumnExpr("n.trace_id, n.created_at").
+			Where("n.tenant_id = ?::uuid AND n.trace_name = ? AND t.expires_at > now()", st.arg(tenant), st.arg(name))
+		page := st.NewSelect().
+			TableExpr("sel").
+			ColumnExpr("trace_id, created_at").
+			OrderExpr("created_at DESC, trace_id DESC").
 			Limit(int64(limit)).
 			Offset(int64(offset))
+		// The count's one row carries the page (NULL columns when the page is empty).
+		return st.NewSelect().
+			With("sel", sel).
+			With("page", page).
+			TableExpr("(SELECT count(*) AS total FROM sel) AS m").
+			Join("LEFT JOIN page AS pg ON true").
+			Join("LEFT JOIN queen.message_traces AS t ON t.id = pg.trace_id").
+			Join("LEFT JOIN queen.log_partitions AS lp ON lp.id = t.partition_id").
+			Join("LEFT JOIN queen.queues AS q ON q.id = lp.queue_id").
+			ColumnExpr("m.total").
+			ColumnExpr(traceColumns).
+			OrderExpr("pg.created_at DESC, pg.trace_id DESC").
+			Scan(ctx, &rows)
 	})
+	if err != nil {
+		return nil, 0, err
+	}
+	var total int64
+	out := make([]ports.Trace, 0, len(rows))
+	for i := range rows {
+		total = rows[i].Total
+		if rows[i].ID == "" {
+			continue // the empty page's one row
+		}
+		out = append(out, rows[i].port())
+	}
+	return out, total, nil
 }
 
 func (a *Admin) readTraces(ctx context.Context, op string, query func(*stmt) *bun.SelectQuery) ([]ports.Trace, error) {
@@ -197,36 +237,52 @@ func (a *Admin) readTraces(ctx context.Context, op string, query func(*stmt) *bu
 	return out, nil
 }
 
-// TraceNames implements ports.TraceStore: one pass over the tenant's name rows (their
-// primary key), grouped.
-func (a *Admin) TraceNames(ctx context.Context, tenant string, limit, offset int) ([]ports.TraceName, error) {
+// TraceNames implements ports.TraceStore in one statement: one pass over the tenant's
+// name rows (their primary key), grouped, counted in full for the total and paged.
+func (a *Admin) TraceNames(ctx context.Context, tenant string, limit, offset int) ([]ports.TraceName, int64, error) {
 	var rows []struct {
-		Name     string    `bun:"trace_name"`
+		Total    int64     `bun:"total"`
+		Name     *string   `bun:"trace_name"` // NULL: the empty page's one row
 		Traces   int64     `bun:"traces"`
 		Messages int64     `bun:"messages"`
 		LastSeen time.Time `bun:"last_seen"`
 	}
 	err := a.run(ctx, "trace names", func(ctx context.Context, c bun.Conn) error {
 		st := newStmt(c)
-		return st.NewSelect().
+		grouped := st.NewSelect().
 			TableExpr("queen.message_trace_names AS n").
 			Join("JOIN queen.message_traces AS t ON t.id = n.trace_id").
 			ColumnExpr("n.trace_name, count(*) AS traces").
 			ColumnExpr("count(DISTINCT (t.partition_id, t.transaction_id)) AS messages").
 			ColumnExpr("max(n.created_at) AS last_seen").
 			Where("n.tenant_id = ?::uuid AND t.expires_at > now()", st.arg(tenant)).
-			GroupExpr("n.trace_name").
-			OrderExpr("last_seen DESC, n.trace_name").
+			GroupExpr("n.trace_name")
+		page := st.NewSelect().
+			TableExpr("g").
+			ColumnExpr("*").
+			OrderExpr("last_seen DESC, trace_name").
 			Limit(int64(limit)).
-			Offset(int64(offset)).
+			Offset(int64(offset))
+		return st.NewSelect().
+			With("g", grouped).
+			With("page", page).
+			TableExpr("(SELECT count(*) AS total FROM g) AS m").
+			Join("LEFT JOIN page AS pg ON true").
+			ColumnExpr("m.total, pg.trace_name, pg.traces, pg.messages, pg.last_seen").
+			OrderExpr("pg.last_seen DESC, pg.trace_name").
 			Scan(ctx, &rows)
 	})
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	out := make([]ports.TraceName, len(rows))
-	for i, r := range rows {
-		out[i] = ports.TraceName{Name: r.Name, Traces: r.Traces, Messages: r.Messages, LastSeen: r.LastSeen}
+	var total int64
+	out := make([]ports.TraceName, 0, len(rows))
+	for _, r := range rows {
+		total = r.Total
+		if r.Name == nil {
+			continue
+		}
+		out = append(out, ports.TraceName{Name: *r.Name, Traces: r.Traces, Messages: r.Messages, LastSeen: r.LastSeen})
 	}
-	return out, nil
+	return out, total, nil
 }

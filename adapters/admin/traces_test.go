@@ -190,37 +190,42 @@ func TestReadTraces(t *testing.T) {
 			name          string
 			limit, offset int
 			want          []string
+			total         int64
 		}{
-			{"x", 100, 0, []string{t4.ID, t3.ID, t1.ID}},
-			{"x", 2, 1, []string{t3.ID, t1.ID}},
-			{"y", 100, 0, []string{t1.ID}},
-			{"none", 100, 0, nil},
+			{"x", 100, 0, []string{t4.ID, t3.ID, t1.ID}, 3},
+			{"x", 2, 1, []string{t3.ID, t1.ID}, 3},
+			{"x", 2, 5, nil, 3},
+			{"y", 100, 0, []string{t1.ID}, 1},
+			{"none", 100, 0, nil, 0},
 		} {
-			ts, err := f.admin.TracesByName(ctx, tenant, tt.name, tt.limit, tt.offset)
-			if err != nil || !slices.Equal(trcIDsOf(ts), tt.want) {
-				t.Errorf("%+v: %v (%v)", tt, trcIDsOf(ts), err)
+			ts, total, err := f.admin.TracesByName(ctx, tenant, tt.name, tt.limit, tt.offset)
+			if err != nil || !slices.Equal(trcIDsOf(ts), tt.want) || total != tt.total {
+				t.Errorf("%+v: %v, total %d (%v)", tt, trcIDsOf(ts), total, err)
 			}
 		}
-		if ts, err := f.admin.TracesByName(ctx, tenant, "x", 1, 0); err != nil || ts[0].Partition != "a" || ts[0].TransactionID != "a0" {
+		if ts, _, err := f.admin.TracesByName(ctx, tenant, "x", 1, 0); err != nil || ts[0].Partition != "a" || ts[0].TransactionID != "a0" {
 			t.Errorf("newest x: %+v (%v)", ts, err)
 		}
 	})
 
 	t.Run("names", func(t *testing.T) {
 		t.Parallel()
-		ns, err := f.admin.TraceNames(ctx, tenant, 100, 0)
-		if err != nil || len(ns) != 2 {
-			t.Fatalf("names %+v (%v)", ns, err)
+		ns, total, err := f.admin.TraceNames(ctx, tenant, 100, 0)
+		if err != nil || len(ns) != 2 || total != 2 {
+			t.Fatalf("names %+v, total %d (%v)", ns, total, err)
 		}
 		if ns[0].Name != "x" || ns[0].Traces != 3 || ns[0].Messages != 2 || !ns[0].LastSeen.Equal(t4.CreatedAt) ||
 			ns[1].Name != "y" || ns[1].Traces != 1 || ns[1].Messages != 1 || !ns[1].LastSeen.Equal(t1.CreatedAt) {
 			t.Fatalf("names %+v", ns)
 		}
-		if ns, err := f.admin.TraceNames(ctx, tenant, 1, 1); err != nil || len(ns) != 1 || ns[0].Name != "y" {
-			t.Fatalf("second page %+v (%v)", ns, err)
+		if ns, total, err := f.admin.TraceNames(ctx, tenant, 1, 1); err != nil || len(ns) != 1 || ns[0].Name != "y" || total != 2 {
+			t.Fatalf("second page %+v, total %d (%v)", ns, total, err)
 		}
-		if ns, err := f.admin.TraceNames(ctx, msgOtherTenant, 100, 0); err != nil || len(ns) != 1 || ns[0].Traces != 1 {
-			t.Fatalf("the other tenant's names %+v (%v)", ns, err)
+		if ns, total, err := f.admin.TraceNames(ctx, tenant, 1, 5); err != nil || len(ns) != 0 || total != 2 {
+			t.Fatalf("past the end %+v, total %d (%v)", ns, total, err)
+		}
+		if ns, total, err := f.admin.TraceNames(ctx, msgOtherTenant, 100, 0); err != nil || len(ns) != 1 || ns[0].Traces != 1 || total != 1 {
+			t.Fatalf("the other tenant's names %+v, total %d (%v)", ns, total, err)
 		}
 	})
 }

@@ -110,9 +110,9 @@ func (s *Store) MessageTraces(ctx context.Context, tenant, partitionID, transact
 }
 
 // TracesByName implements ports.TraceStore.
-func (s *Store) TracesByName(ctx context.Context, tenant, name string, limit, offset int) ([]ports.Trace, error) {
+func (s *Store) TracesByName(ctx context.Context, tenant, name string, limit, offset int) ([]ports.Trace, int64, error) {
 	if err := s.begin(ctx, "TracesByName"); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -129,13 +129,13 @@ func (s *Store) TracesByName(ctx context.Context, tenant, name string, limit, of
 	for _, tr := range found[from:to] {
 		out = append(out, s.view(tr))
 	}
-	return out, nil
+	return out, int64(len(found)), nil
 }
 
 // TraceNames implements ports.TraceStore.
-func (s *Store) TraceNames(ctx context.Context, tenant string, limit, offset int) ([]ports.TraceName, error) {
+func (s *Store) TraceNames(ctx context.Context, tenant string, limit, offset int) ([]ports.TraceName, int64, error) {
 	if err := s.begin(ctx, "TraceNames"); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -169,5 +169,5 @@ func (s *Store) TraceNames(ctx context.Context, tenant string, limit, offset int
 		return cmp.Or(b.LastSeen.Compare(a.LastSeen), strings.Compare(a.Name, b.Name))
 	})
 	from, to := page(len(out), ports.ResourcePage{Limit: limit, Offset: offset})
-	return out[from:to:to], nil
+	return out[from:to:to], int64(len(out)), nil
 }

@@ -172,11 +172,16 @@ func (t *Traces) ForMessage(ctx context.Context, tenant, partitionID, transactio
 }
 
 // Page is the paging a listing applied: the limit asked for, clamped to the route's
-// maximum, and the offset.
-type Page struct{ Limit, Offset int }
+// maximum, and the offset; and Total, how many the listing holds over every page (the
+// total Queen's trace listings report).
+type Page struct {
+	Limit, Offset int
+	Total         int64
+}
 
 // ByName lists the traces carrying name, newest first, a page of limit (clamped to
-// MaxTracesLimit) after offset, and the page applied.
+// MaxTracesLimit) after offset, and the page applied with the number of traces carrying
+// name.
 func (t *Traces) ByName(ctx context.Context, tenant, name string, limit, offset int) ([]ports.Trace, Page, error) {
 	if err := names.Check(name); err != nil {
 		return nil, Page{}, inputErrorf("traceName", "trace name %s", err)
@@ -185,24 +190,27 @@ func (t *Traces) ByName(ctx context.Context, tenant, name string, limit, offset 
 	if err != nil {
 		return nil, Page{}, err
 	}
-	out, err := t.store.TracesByName(ctx, tenant, name, p.Limit, p.Offset)
+	out, total, err := t.store.TracesByName(ctx, tenant, name, p.Limit, p.Offset)
 	if err != nil {
 		return nil, Page{}, fmt.Errorf("traces by name: %w", err)
 	}
+	p.Total = total
 	return out, p, nil
 }
 
 // Names lists the trace names in use, most recently seen first, a page of limit
-// (clamped to MaxTracesLimit) after offset, and the page applied.
+// (clamped to MaxTracesLimit) after offset, and the page applied with the number of
+// names in use.
 func (t *Traces) Names(ctx context.Context, tenant string, limit, offset int) ([]ports.TraceName, Page, error) {
 	p, err := tracePage(limit, offset)
 	if err != nil {
 		return nil, Page{}, err
 	}
-	out, err := t.store.TraceNames(ctx, tenant, p.Limit, p.Offset)
+	out, total, err := t.store.TraceNames(ctx, tenant, p.Limit, p.Offset)
 	if err != nil {
 		return nil, Page{}, fmt.Errorf("trace names: %w", err)
 	}
+	p.Total = total
 	return out, p, nil
 }
 

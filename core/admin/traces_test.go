@@ -210,12 +210,12 @@ type traceLimits struct {
 	limits []int
 }
 
-func (s *traceLimits) TracesByName(ctx context.Context, tenant, name string, limit, offset int) ([]ports.Trace, error) {
+func (s *traceLimits) TracesByName(ctx context.Context, tenant, name string, limit, offset int) ([]ports.Trace, int64, error) {
 	s.limits = append(s.limits, limit)
 	return s.TraceStore.TracesByName(ctx, tenant, name, limit, offset)
 }
 
-func (s *traceLimits) TraceNames(ctx context.Context, tenant string, limit, offset int) ([]ports.TraceName, error) {
+func (s *traceLimits) TraceNames(ctx context.Context, tenant string, limit, offset int) ([]ports.TraceName, int64, error) {
 	s.limits = append(s.limits, limit)
 	return s.TraceStore.TraceNames(ctx, tenant, limit, offset)
 }
@@ -246,10 +246,35 @@ func TestTracesClampTheLimit(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if byName != (Page{tt.wantLimit, 3}) || names != (Page{tt.wantLimit, 0}) ||
+			if byName != (Page{Limit: tt.wantLimit, Offset: 3}) || names != (Page{Limit: tt.wantLimit}) ||
 				!slices.Equal(store.limits, []int{tt.wantLimit, tt.wantLimit}) {
 				t.Fatalf("pages %+v %+v, store asked for %v; want limit %d", byName, names, store.limits, tt.wantLimit)
 			}
 		})
+	}
+}
+
+// The pages of the listings carry their totals over every page, as Queen reports them.
+func TestTracesPageTotals(t *testing.T) {
+	t.Parallel()
+	w, pid := tracesWorld(t)
+	tr := NewTraces(w.s, TracesOptions{})
+	ctx := context.Background()
+	for _, names := range [][]string{{"n"}, {"n", "m"}, {"n"}} {
+		if _, err := tr.Record(ctx, "tenant", TraceInput{PartitionID: pid, TransactionID: "m0", Names: names,
+			Data: json.RawMessage(`1`)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ts, page, err := tr.ByName(ctx, "tenant", "n", 2, 0)
+	if err != nil || len(ts) != 2 || page != (Page{Limit: 2, Total: 3}) {
+		t.Fatalf("ByName = %d traces, %+v, %v; want 2 of 3", len(ts), page, err)
+	}
+	if ts, page, err = tr.ByName(ctx, "tenant", "n", 2, 5); err != nil || len(ts) != 0 || page != (Page{Limit: 2, Offset: 5, Total: 3}) {
+		t.Fatalf("ByName past the end = %d traces, %+v, %v; want none of 3", len(ts), page, err)
+	}
+	ns, page, err := tr.Names(ctx, "tenant", 1, 0)
+	if err != nil || len(ns) != 1 || page != (Page{Limit: 1, Total: 2}) {
+		t.Fatalf("Names = %+v, %+v, %v; want 1 of 2", ns, page, err)
 	}
 }

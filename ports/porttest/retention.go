@@ -327,7 +327,7 @@ func testRetentionTraces(t *testing.T, f RetentionFixture) {
 	if r, err := f.Store.PurgeTraces(ctx, 100); err != nil || r.Rows != 0 {
 		t.Fatalf("second PurgeTraces: %+v, %v; want none", r, err)
 	}
-	names, err := f.Traces.TraceNames(ctx, tenant, 10, 0)
+	names, _, err := f.Traces.TraceNames(ctx, tenant, 10, 0)
 	if err != nil || len(names) != 1 || names[0].Name != "live" {
 		t.Fatalf("trace names after the purge: %+v, %v; want live only", names, err)
 	}

@@ -97,22 +97,24 @@ func messageTraces(t *testing.T, f TraceFixture, tenant, pid, txn string, limit 
 	return got
 }
 
-func tracesByName(t *testing.T, f TraceFixture, tenant, name string, limit, offset int) []ports.Trace {
+// tracesByName returns a page of the traces named name and their total.
+func tracesByName(t *testing.T, f TraceFixture, tenant, name string, limit, offset int) ([]ports.Trace, int64) {
 	t.Helper()
-	got, err := f.Store.TracesByName(context.Background(), tenant, name, limit, offset)
+	got, total, err := f.Store.TracesByName(context.Background(), tenant, name, limit, offset)
 	if err != nil {
 		t.Fatalf("TracesByName(%s): %v", name, err)
 	}
-	return got
+	return got, total
 }
 
-func traceNames(t *testing.T, f TraceFixture, tenant string, limit, offset int) []ports.TraceName {
+// traceNames returns a page of the trace names and their total.
+func traceNames(t *testing.T, f TraceFixture, tenant string, limit, offset int) ([]ports.TraceName, int64) {
 	t.Helper()
-	got, err := f.Store.TraceNames(context.Background(), tenant, limit, offset)
+	got, total, err := f.Store.TraceNames(context.Background(), tenant, limit, offset)
 	if err != nil {
 		t.Fatalf("TraceNames: %v", err)
 	}
-	return got
+	return got, total
 }
 
 func testTraceRoundTrip(t *testing.T, f TraceFixture) {
@@ -243,21 +245,26 @@ func testTracesByName(t *testing.T, f TraceFixture) {
 		name, tenant, trace string
 		limit, offset       int
 		want                []ports.Trace
+		total               int64 // every page
 	}{
-		{"every one, newest first", tenant, "x", 10, 0, []ports.Trace{tr[3], tr[1], tr[0]}},
-		{"a page", tenant, "x", 1, 1, []ports.Trace{tr[1]}},
-		{"a page across the end", tenant, "x", 5, 2, []ports.Trace{tr[0]}},
-		{"past the end", tenant, "x", 5, 3, nil},
-		{"another name", tenant, "y", 10, 0, []ports.Trace{tr[2], tr[1]}},
-		{"a name nobody used", tenant, "z", 10, 0, nil},
-		{"names are exact", tenant, "X", 10, 0, nil},
-		{"another tenant's", otherTenant, "y", 10, 0, nil},
+		{"every one, newest first", tenant, "x", 10, 0, []ports.Trace{tr[3], tr[1], tr[0]}, 3},
+		{"a page", tenant, "x", 1, 1, []ports.Trace{tr[1]}, 3},
+		{"a page across the end", tenant, "x", 5, 2, []ports.Trace{tr[0]}, 3},
+		{"past the end", tenant, "x", 5, 3, nil, 3},
+		{"far past the end", tenant, "x", 5, 100, nil, 3},
+		{"another name", tenant, "y", 10, 0, []ports.Trace{tr[2], tr[1]}, 2},
+		{"a name nobody used", tenant, "z", 10, 0, nil, 0},
+		{"names are exact", tenant, "X", 10, 0, nil, 0},
+		{"another tenant's", otherTenant, "y", 10, 0, nil, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := tracesByName(t, f, tt.tenant, tt.trace, tt.limit, tt.offset)
+			got, total := tracesByName(t, f, tt.tenant, tt.trace, tt.limit, tt.offset)
 			if len(got) != len(tt.want) {
 				t.Fatalf("%q, want %q", traceIDs(got), traceIDs(tt.want))
+			}
+			if total != tt.total {
+				t.Errorf("total %d, want %d", total, tt.total)
 			}
 			for i := range got {
 				sameTrace(t, fmt.Sprint("trace ", i), got[i], tt.want[i])
@@ -280,15 +287,20 @@ func testTraceNames(t *testing.T, f TraceFixture) {
 		tenant        string
 		limit, offset int
 		want          []ports.TraceName
+		total         int64 // every page
 	}{
-		{"every name", tenant, 10, 0, all},
-		{"a page", tenant, 2, 1, all[1:3]},
-		{"past the end", tenant, 10, 4, nil},
-		{"the other tenant's", otherTenant, 10, 0, []ports.TraceName{{Name: "x", Traces: 1, Messages: 1}}},
+		{"every name", tenant, 10, 0, all, 4},
+		{"a page", tenant, 2, 1, all[1:3], 4},
+		{"past the end", tenant, 10, 4, nil, 4},
+		{"the other tenant's", otherTenant, 10, 0, []ports.TraceName{{Name: "x", Traces: 1, Messages: 1}}, 1},
+		{"a tenant without traces", "00000000-0000-4000-8000-0000000000ff", 10, 0, nil, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := traceNames(t, f, tt.tenant, tt.limit, tt.offset)
+			got, total := traceNames(t, f, tt.tenant, tt.limit, tt.offset)
+			if total != tt.total {
+				t.Errorf("total %d, want %d", total, tt.total)
+			}
 			ok := len(got) == len(tt.want)
 			for i := 0; ok && i < len(got); i++ {
 				g, w := got[i], tt.want[i]
@@ -317,11 +329,11 @@ func testTraceExpiry(t *testing.T, f TraceFixture) {
 	if got := messageTraces(t, f, tenant, pid, "m0", 10); len(got) != 0 {
 		t.Fatalf("expired traces read: %q", traceIDs(got))
 	}
-	if got := tracesByName(t, f, tenant, "old0", 10, 0); len(got) != 0 {
-		t.Fatalf("an expired trace read by name: %q", traceIDs(got))
+	if got, total := tracesByName(t, f, tenant, "old0", 10, 0); len(got) != 0 || total != 0 {
+		t.Fatalf("an expired trace read by name: %q (total %d)", traceIDs(got), total)
 	}
-	if got := traceNames(t, f, tenant, 10, 0); len(got) != 0 {
-		t.Fatalf("the names of expired traces listed: %+v", got)
+	if got, total := traceNames(t, f, tenant, 10, 0); len(got) != 0 || total != 0 {
+		t.Fatalf("the names of expired traces listed: %+v (total %d)", got, total)
 	}
 	// Each insert deletes up to its batch of expired traces, of any tenant.
 	live := addTrace(t, f, tenant, newTrace(pid, "m0", "live"), keep, 2)
@@ -355,7 +367,7 @@ func testTraceDeletedPartition(t *testing.T, f TraceFixture) {
 		t.Fatalf("%d traces of the deleted partition's message, want 1 (it expires on its own)", len(got))
 	}
 	sameTrace(t, "a trace of a deleted partition", got[0], want)
-	if got := tracesByName(t, f, tenant, "n", 10, 0); len(got) != 1 || got[0].Queue != "" {
+	if got, _ := tracesByName(t, f, tenant, "n", 10, 0); len(got) != 1 || got[0].Queue != "" {
 		t.Fatalf("by name: %+v", got)
 	}
 	if tr, found, err := f.Store.AddTrace(context.Background(), tenant, newTrace(pid, "m0"), keep, 0); err != nil || found {
@@ -377,8 +389,8 @@ func testTracesCancelled(t *testing.T, f TraceFixture) {
 			_, err := f.Store.MessageTraces(ctx, tenant, pid, "m0", 10)
 			return err
 		},
-		"TracesByName": func() error { _, err := f.Store.TracesByName(ctx, tenant, "n", 10, 0); return err },
-		"TraceNames":   func() error { _, err := f.Store.TraceNames(ctx, tenant, 10, 0); return err },
+		"TracesByName": func() error { _, _, err := f.Store.TracesByName(ctx, tenant, "n", 10, 0); return err },
+		"TraceNames":   func() error { _, _, err := f.Store.TraceNames(ctx, tenant, 10, 0); return err },
 	} {
 		if err := call(); err == nil {
 			t.Errorf("%s with a cancelled context succeeded", name)
