@@ -25,7 +25,7 @@ var (
 	msgDetailKeys = []string{"id", "transactionId", "data", "payload", "traceId", "producerSub", "createdAt",
 		"partitionId", "partition", "isEncrypted", "queue", "queuePath", "namespace", "task", "status",
 		"errorMessage", "retryCount", "leaseExpiresAt", "queueConfig", "mode", "consumerGroups"}
-	msgGroupKeys  = []string{"name", "status", "leaseExpiresAt", "errorMessage", "retryCount"}
+	msgGroupKeys  = []string{"name", "group", "consumed", "status", "leaseExpiresAt", "errorMessage", "retryCount"}
 	msgModeKeys   = []string{"hasQueueMode", "busGroupsCount", "type"}
 	msgReplayKeys = []string{"success", "result", "queue", "partition", "consumerGroup", "dlqId",
 		"originalTransactionId", "replayedAs", "dlqRowRemoved"}
@@ -395,6 +395,8 @@ type msgDetailAnswer struct {
 	Mode           msgMode         `json:"mode"`
 	ConsumerGroups []struct {
 		Name           string  `json:"name"`
+		Group          string  `json:"group"`
+		Consumed       bool    `json:"consumed"` // what Queen's dashboard reads
 		Status         string  `json:"status"`
 		LeaseExpiresAt *string `json:"leaseExpiresAt"`
 		ErrorMessage   *string `json:"errorMessage"`
@@ -496,6 +498,11 @@ func TestMessageDetail(t *testing.T) {
 				got = append(got, group{g.Name, g.Status})
 				if (g.LeaseExpiresAt != nil) != (g.Status == "processing") || (g.ErrorMessage != nil) != (g.Status == "dead_letter") {
 					t.Errorf("group %+v: a lease expiry only when processing, an error only when dead-lettered", g)
+				}
+				// Queen's consumed: the group's cursor passed the message, acknowledged or
+				// dead-lettered.
+				if g.Group != g.Name || g.Consumed != (g.Status == "completed" || g.Status == "dead_letter") {
+					t.Errorf("group %+v: group must repeat the name, consumed follow the status", g)
 				}
 			}
 			if !slices.Equal(got, tt.groups) {

@@ -597,3 +597,55 @@ func TestAdminListingsShared(t *testing.T) {
 		t.Fatalf("listing after the period: %d queues, want 4", n)
 	}
 }
+
+// TestStatsRefresh: POST /api/v1/stats/refresh answers Queen's engine and queuesUpdated
+// (the tenant's queues) and drops the shared listing answers, so a push that a shared
+// listing does not show yet shows after it.
+func TestStatsRefresh(t *testing.T) {
+	t.Parallel()
+	// A share period far longer than the test: only the refresh can make the listing
+	// read again.
+	b := startBroker(t, map[string]string{"QUEEN_ADMIN_SHARE_MS": "600000"})
+	count := func() int {
+		t.Helper()
+		var v struct {
+			Queues []json.RawMessage `json:"queues"`
+		}
+		if err := json.Unmarshal(b.resGetOK(t, "/api/v1/resources/queues"), &v); err != nil {
+			t.Fatal(err)
+		}
+		return len(v.Queues)
+	}
+	b.push(t, map[string]any{"queue": "refresh-a", "payload": 1})
+	if n := count(); n != 1 {
+		t.Fatalf("first listing: %d queues, want 1", n)
+	}
+	b.push(t, map[string]any{"queue": "refresh-b", "payload": 1})
+	if n := count(); n != 1 {
+		t.Fatalf("shared listing: %d queues, want the shared answer (1)", n)
+	}
+	code, raw := b.post(t, "/api/v1/stats/refresh", "")
+	if code != http.StatusOK {
+		t.Fatalf("POST /api/v1/stats/refresh: %d %s", code, raw)
+	}
+	if got, want := jsonKeys(t, raw), []string{"engine", "queuesUpdated", "refreshed", "refreshedAt", "message"}; !slices.Equal(got, want) {
+		t.Fatalf("answer keys %v, want %v", got, want)
+	}
+	var ans struct {
+		Engine        string `json:"engine"`
+		QueuesUpdated int64  `json:"queuesUpdated"`
+		Refreshed     bool   `json:"refreshed"`
+		RefreshedAt   string `json:"refreshedAt"`
+		Message       string `json:"message"`
+	}
+	if err := decodeStrict(raw, &ans); err != nil {
+		t.Fatal(err)
+	}
+	if ans.Engine != "segments" || ans.QueuesUpdated != 2 || !ans.Refreshed || !cgMilliTime.MatchString(ans.RefreshedAt) ||
+		!strings.Contains(ans.Message, "watermark arithmetic") {
+		t.Fatalf("answer %s", raw)
+	}
+	if n := count(); n != 2 {
+		t.Fatalf("listing after the refresh: %d queues, want 2", n)
+	}
+}

@@ -11,32 +11,34 @@ import (
 	"time"
 )
 
-// Tests of the trace routes (docs/api.md §5.10).
+// Tests of the trace routes (docs/api.md §5.10). The reads answer Queen's snake_case
+// keys, which its dashboard and CLI read.
 
 var (
-	trcItemKeys = []string{"id", "transactionId", "partitionId", "queue", "partition", "consumerGroup", "traceNames",
-		"eventType", "data", "createdAt"}
-	trcNameKeys = []string{"traceName", "traceCount", "messageCount", "lastSeen"}
+	trcItemKeys = []string{"id", "transaction_id", "partition_id", "queue_name", "partition_name", "consumer_group",
+		"event_type", "trace_names", "data", "worker_id", "created_at"}
+	trcNameKeys = []string{"trace_name", "trace_count", "message_count", "last_seen"}
 )
 
 type trcItem struct {
 	ID            string          `json:"id"`
-	TransactionID string          `json:"transactionId"`
-	PartitionID   string          `json:"partitionId"`
-	Queue         *string         `json:"queue"`
-	Partition     *string         `json:"partition"`
-	ConsumerGroup string          `json:"consumerGroup"`
-	TraceNames    []string        `json:"traceNames"`
-	EventType     string          `json:"eventType"`
+	TransactionID string          `json:"transaction_id"`
+	PartitionID   string          `json:"partition_id"`
+	Queue         *string         `json:"queue_name"`
+	Partition     *string         `json:"partition_name"`
+	ConsumerGroup string          `json:"consumer_group"`
+	EventType     string          `json:"event_type"`
+	TraceNames    []string        `json:"trace_names"`
 	Data          json.RawMessage `json:"data"`
-	CreatedAt     string          `json:"createdAt"`
+	WorkerID      *string         `json:"worker_id"` // always null here
+	CreatedAt     string          `json:"created_at"`
 }
 
 type trcName struct {
-	TraceName    string `json:"traceName"`
-	TraceCount   int64  `json:"traceCount"`
-	MessageCount int64  `json:"messageCount"`
-	LastSeen     string `json:"lastSeen"`
+	TraceName    string `json:"trace_name"`
+	TraceCount   int64  `json:"trace_count"`
+	MessageCount int64  `json:"message_count"`
+	LastSeen     string `json:"last_seen"`
 }
 
 type trcPagination struct {
@@ -77,6 +79,9 @@ func trcItems(t testing.TB, raws []json.RawMessage) []trcItem {
 		if err := decodeStrict(raw, &out[i]); err != nil {
 			t.Fatal(err)
 		}
+		if out[i].WorkerID != nil {
+			t.Fatalf("worker_id %q, want null", *out[i].WorkerID)
+		}
 	}
 	return out
 }
@@ -100,42 +105,46 @@ func (b *broker) trcOfMessage(t testing.TB, pid, txn string) []trcItem {
 	return trcItems(t, ans.Traces)
 }
 
-// trcByName reads GET /api/v1/traces/by-name/{name}?query.
-func (b *broker) trcByName(t testing.TB, name, query string) ([]trcItem, trcPagination) {
+// trcByName reads GET /api/v1/traces/by-name/{name}?query: the page, the total over
+// every page and the paging.
+func (b *broker) trcByName(t testing.TB, name, query string) ([]trcItem, int64, trcPagination) {
 	t.Helper()
 	code, raw := b.get(t, "/api/v1/traces/by-name/"+url.PathEscape(name)+query)
 	if code != http.StatusOK {
 		t.Fatalf("GET traces named %s: %d %s", name, code, raw)
 	}
-	if got := jsonKeys(t, raw); !slices.Equal(got, []string{"traces", "pagination"}) {
+	if got := jsonKeys(t, raw); !slices.Equal(got, []string{"traces", "total", "pagination"}) {
 		t.Fatalf("answer keys %v", got)
 	}
 	var ans struct {
 		Traces     []json.RawMessage `json:"traces"`
+		Total      *int64            `json:"total"`
 		Pagination trcPagination     `json:"pagination"`
 	}
-	if err := json.Unmarshal(raw, &ans); err != nil || ans.Traces == nil {
-		t.Fatalf("answer %s: want a traces array (%v)", raw, err)
+	if err := json.Unmarshal(raw, &ans); err != nil || ans.Traces == nil || ans.Total == nil {
+		t.Fatalf("answer %s: want a traces array and a total (%v)", raw, err)
 	}
-	return trcItems(t, ans.Traces), ans.Pagination
+	return trcItems(t, ans.Traces), *ans.Total, ans.Pagination
 }
 
-// trcNames reads GET /api/v1/traces/names?query.
-func (b *broker) trcNames(t testing.TB, query string) ([]trcName, trcPagination) {
+// trcNames reads GET /api/v1/traces/names?query: the page, the total over every page and
+// the paging.
+func (b *broker) trcNames(t testing.TB, query string) ([]trcName, int64, trcPagination) {
 	t.Helper()
 	code, raw := b.get(t, "/api/v1/traces/names"+query)
 	if code != http.StatusOK {
 		t.Fatalf("GET trace names: %d %s", code, raw)
 	}
-	if got := jsonKeys(t, raw); !slices.Equal(got, []string{"names", "pagination"}) {
+	if got := jsonKeys(t, raw); !slices.Equal(got, []string{"trace_names", "total", "pagination"}) {
 		t.Fatalf("answer keys %v", got)
 	}
 	var ans struct {
-		Names      []json.RawMessage `json:"names"`
+		Names      []json.RawMessage `json:"trace_names"`
+		Total      *int64            `json:"total"`
 		Pagination trcPagination     `json:"pagination"`
 	}
-	if err := json.Unmarshal(raw, &ans); err != nil || ans.Names == nil {
-		t.Fatalf("answer %s: want a names array (%v)", raw, err)
+	if err := json.Unmarshal(raw, &ans); err != nil || ans.Names == nil || ans.Total == nil {
+		t.Fatalf("answer %s: want a trace_names array and a total (%v)", raw, err)
 	}
 	out := make([]trcName, len(ans.Names))
 	for i, r := range ans.Names {
@@ -146,7 +155,7 @@ func (b *broker) trcNames(t testing.TB, query string) ([]trcName, trcPagination)
 			t.Fatal(err)
 		}
 	}
-	return out, ans.Pagination
+	return out, *ans.Total, ans.Pagination
 }
 
 func trcIDs(ts []trcItem) []string {
@@ -214,23 +223,25 @@ func TestTraces(t *testing.T) {
 		for _, tt := range []struct {
 			name, query string
 			want        []string
+			total       int64
 			page        trcPagination
 		}{
-			{"order-9", "", []string{e, bb, a}, trcPagination{100, 0}},
-			{"order-9", "?limit=2", []string{e, bb}, trcPagination{2, 0}},
-			{"order-9", "?limit=2&offset=2", []string{a}, trcPagination{2, 2}},
-			{"checkout", "", []string{c, a}, trcPagination{100, 0}},
-			{"unknown", "", nil, trcPagination{100, 0}},
+			{"order-9", "", []string{e, bb, a}, 3, trcPagination{100, 0}},
+			{"order-9", "?limit=2", []string{e, bb}, 3, trcPagination{2, 0}},
+			{"order-9", "?limit=2&offset=2", []string{a}, 3, trcPagination{2, 2}},
+			{"order-9", "?limit=2&offset=4", nil, 3, trcPagination{2, 4}},
+			{"checkout", "", []string{c, a}, 2, trcPagination{100, 0}},
+			{"unknown", "", nil, 0, trcPagination{100, 0}},
 		} {
-			ts, page := b.trcByName(t, tt.name, tt.query)
+			ts, total, page := b.trcByName(t, tt.name, tt.query)
 			if got := trcIDs(ts); !slices.Equal(got, tt.want) && !(len(got) == 0 && len(tt.want) == 0) {
 				t.Errorf("%s%s: traces %v, want %v (newest first)", tt.name, tt.query, got, tt.want)
 			}
-			if page != tt.page {
-				t.Errorf("%s%s: pagination %+v, want %+v", tt.name, tt.query, page, tt.page)
+			if page != tt.page || total != tt.total {
+				t.Errorf("%s%s: total %d pagination %+v, want %d and %+v", tt.name, tt.query, total, page, tt.total, tt.page)
 			}
 		}
-		ts, _ := b.trcByName(t, "checkout", "")
+		ts, _, _ := b.trcByName(t, "checkout", "")
 		if string(ts[0].Data) != "null" || !slices.Equal(ts[0].TraceNames, []string{"checkout"}) {
 			t.Errorf("trace c: %+v (data %s), want null data and checkout once", ts[0], ts[0].Data)
 		}
@@ -238,9 +249,9 @@ func TestTraces(t *testing.T) {
 
 	t.Run("names", func(t *testing.T) {
 		t.Parallel()
-		ns, page := b.trcNames(t, "")
-		if page != (trcPagination{50, 0}) || len(ns) != 2 {
-			t.Fatalf("names %+v pagination %+v", ns, page)
+		ns, total, page := b.trcNames(t, "")
+		if page != (trcPagination{50, 0}) || len(ns) != 2 || total != 2 {
+			t.Fatalf("names %+v total %d pagination %+v", ns, total, page)
 		}
 		// order-9 was used last (trace e): it comes first.
 		if ns[0].TraceName != "order-9" || ns[0].TraceCount != 3 || ns[0].MessageCount != 2 ||
@@ -252,8 +263,9 @@ func TestTraces(t *testing.T) {
 				t.Errorf("lastSeen %q", n.LastSeen)
 			}
 		}
-		if ns, page = b.trcNames(t, "?limit=1&offset=1"); len(ns) != 1 || ns[0].TraceName != "checkout" || page != (trcPagination{1, 1}) {
-			t.Fatalf("second page %+v %+v", ns, page)
+		if ns, total, page = b.trcNames(t, "?limit=1&offset=1"); len(ns) != 1 || ns[0].TraceName != "checkout" ||
+			page != (trcPagination{1, 1}) || total != 2 {
+			t.Fatalf("second page %+v total %d %+v", ns, total, page)
 		}
 	})
 

@@ -159,6 +159,7 @@ func (a *api) routes() *mux.Router {
 	if svc.Streams != nil {
 		a.streamsRoutes(r)
 	}
+	a.migrationRoutes(r) // refused, whatever the services (system.go)
 	r.HandleFunc("/health", a.handleHealth).Methods(http.MethodGet, http.MethodHead)
 	r.HandleFunc("/ready", a.handleReady).Methods(http.MethodGet, http.MethodHead)
 	r.HandleFunc("/live", a.handleLive).Methods(http.MethodGet, http.MethodHead)

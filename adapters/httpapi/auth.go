@@ -66,6 +66,12 @@ var routeLevels = map[string]auth.Level{
 	"DELETE /api/v1/dlq":                                    auth.Admin,
 	"DELETE /api/v1/consumer-groups/{group}":                auth.Admin,
 	"DELETE /api/v1/consumer-groups/{group}/queues/{queue}": auth.Admin,
+	"POST /api/v1/stats/refresh":                            auth.Admin,
+	"GET /api/v1/migration/{action:.+}":                     auth.Admin, // refused with 501 (system.go)
+	"POST /api/v1/migration/{action:.+}":                    auth.Admin,
+	"PUT /api/v1/migration/{action:.+}":                     auth.Admin,
+	"PATCH /api/v1/migration/{action:.+}":                   auth.Admin,
+	"DELETE /api/v1/migration/{action:.+}":                  auth.Admin,
 
 	// Reads.
 	"GET /status":                                           auth.ReadOnly,

@@ -165,9 +165,13 @@ func (a *api) handleMessages(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-// msgGroupItem is one consumer group's view of a message in its detail.
+// msgGroupItem is one consumer group's view of a message in its detail: Queen's keys
+// (name, group, consumed, leaseExpiresAt; its dashboard reads consumed) and this
+// broker's status, reason and retries.
 type msgGroupItem struct {
 	Name           string  `json:"name"`
+	Group          string  `json:"group"`    // the name again, as Queen sends it
+	Consumed       bool    `json:"consumed"` // the group's cursor is at or past the message
 	Status         string  `json:"status"`
 	LeaseExpiresAt *string `json:"leaseExpiresAt"`
 	ErrorMessage   *string `json:"errorMessage"`
@@ -216,8 +220,8 @@ func (a *api) handleMessage(w http.ResponseWriter, r *http.Request) {
 		RetryCount: d.RetryCount, LeaseExpiresAt: msgTime(d.LeaseExpires), QueueConfig: d.Queue.QueueOptions,
 		Mode: msgModeOf(d.Mode), ConsumerGroups: make([]msgGroupItem, len(d.Groups))}
 	for i, g := range d.Groups {
-		out.ConsumerGroups[i] = msgGroupItem{Name: g.Group, Status: g.Status, LeaseExpiresAt: msgTime(g.LeaseExpires),
-			ErrorMessage: g.ErrorMessage, RetryCount: g.RetryCount}
+		out.ConsumerGroups[i] = msgGroupItem{Name: g.Group, Group: g.Group, Consumed: g.Consumed, Status: g.Status,
+			LeaseExpiresAt: msgTime(g.LeaseExpires), ErrorMessage: g.ErrorMessage, RetryCount: g.RetryCount}
 	}
 	writeJSON(w, http.StatusOK, out)
 }

@@ -29,6 +29,7 @@ func (a *api) resourcesRoutes(r *mux.Router) {
 	r.Path("/api/v1/resources/queues/{queue:.+}/depth").Methods(http.MethodGet).
 		MatcherFunc(resLiteralSuffix("/depth")).HandlerFunc(a.handleResDepth)
 	r.HandleFunc("/api/v1/resources/queues/{queue:.+}", a.handleResQueue).Methods(http.MethodGet)
+	r.HandleFunc("/api/v1/stats/refresh", a.handleStatsRefresh).Methods(http.MethodPost)
 	a.statusRoutes(r)
 }
 
@@ -313,6 +314,32 @@ func (a *api) handleResTasks(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, struct {
 		Tasks []resTask `json:"tasks"`
 	}{out})
+}
+
+// statsRefreshMessage says what POST /api/v1/stats/refresh did (docs/api.md §5.12).
+const statsRefreshMessage = "Counts are computed on every read here (watermark arithmetic), so there are no " +
+	"statistics to recompute; the shared listing answers and the size estimates were dropped, so the next " +
+	"reads compute them afresh."
+
+// statsRefreshed answers POST /api/v1/stats/refresh: Queen's engine and queuesUpdated,
+// and what this broker did.
+type statsRefreshed struct {
+	Engine        string `json:"engine"`        // "segments", as Queen answers
+	QueuesUpdated int64  `json:"queuesUpdated"` // the tenant's queues, which the next reads count afresh
+	Refreshed     bool   `json:"refreshed"`     // always true: the cached answers are gone
+	RefreshedAt   string `json:"refreshedAt"`
+	Message       string `json:"message"`
+}
+
+// handleStatsRefresh is POST /api/v1/stats/refresh (ADMIN): the body is ignored.
+func (a *api) handleStatsRefresh(w http.ResponseWriter, r *http.Request) {
+	res, err := a.Resources.Refresh(r.Context(), a.opts.Tenant)
+	if err != nil {
+		writeError(w, a.opts.Logger, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, statsRefreshed{Engine: "segments", QueuesUpdated: res.Queues, Refreshed: true,
+		RefreshedAt: resTime(time.Now()), Message: statsRefreshMessage})
 }
 
 // resOverview is our answer to GET /api/v1/resources/overview (Queen answers its

@@ -99,3 +99,22 @@ func (a *api) handleBuffers(w http.ResponseWriter, _ *http.Request) {
 	b := a.buffers()
 	writeJSON(w, http.StatusOK, map[string]any{"pending": b.Pending, "failed": b.Failed, "dbHealthy": b.DBHealthy, "worker": 0})
 }
+
+// migrationMethods are the methods the migration refusal answers: every one a client
+// may send to Queen's /api/v1/migration/* routes (they use GET and POST).
+var migrationMethods = []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete}
+
+// migrationRefusal is the answer of every /api/v1/migration/* call (docs/api.md §5.17).
+const migrationRefusal = "database migration between servers is not offered by this broker; copy the " +
+	"database with pg_dump/pg_restore (docs/api.md §5.17)"
+
+// migrationRoutes registers Queen's database migration routes (test-connection, start,
+// status, validate, reset), which this broker answers 501: copying its database is a
+// job for PostgreSQL's own tools, not for a broker that serves traffic from it.
+func (a *api) migrationRoutes(r *mux.Router) {
+	r.HandleFunc("/api/v1/migration/{action:.+}", a.handleMigration).Methods(migrationMethods...)
+}
+
+func (a *api) handleMigration(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusNotImplemented, map[string]string{"error": migrationRefusal, "code": "not_supported"})
+}

@@ -20,23 +20,29 @@ func (a *api) tracesRoutes(r *mux.Router) {
 	r.HandleFunc("/api/v1/traces/{partitionId}/{transactionId:.+}", a.handleMessageTraces).Methods(http.MethodGet)
 }
 
-// traceItem is one trace as the trace routes render it.
+// traceItem is one trace as the trace routes render it, under Queen's keys (snake_case:
+// its trace answers are its stored procedures' JSON, docs/api.md §5.10), which its
+// dashboard and CLI read. Queen's message listing omits the first five; they are here
+// on every route.
 type traceItem struct {
 	ID            string          `json:"id"`
-	TransactionID string          `json:"transactionId"`
-	PartitionID   string          `json:"partitionId"`
-	Queue         *string         `json:"queue"`     // null once the partition is deleted
-	Partition     *string         `json:"partition"` // idem
-	ConsumerGroup string          `json:"consumerGroup"`
-	TraceNames    []string        `json:"traceNames"`
-	EventType     string          `json:"eventType"`
+	TransactionID string          `json:"transaction_id"`
+	PartitionID   string          `json:"partition_id"`
+	QueueName     *string         `json:"queue_name"`     // null once the partition is deleted
+	PartitionName *string         `json:"partition_name"` // idem
+	ConsumerGroup string          `json:"consumer_group"`
+	EventType     string          `json:"event_type"`
+	TraceNames    []string        `json:"trace_names"`
 	Data          json.RawMessage `json:"data"`
-	CreatedAt     string          `json:"createdAt"`
+	// WorkerID is always null: a trace here is not tied to one broker process (Queen
+	// records the worker that wrote it).
+	WorkerID  *string `json:"worker_id"`
+	CreatedAt string  `json:"created_at"`
 }
 
 func traceItemOf(t *ports.Trace) traceItem {
 	it := traceItem{ID: t.ID, TransactionID: t.TransactionID, PartitionID: t.PartitionID,
-		Queue: msgString(t.Queue), Partition: msgString(t.Partition), ConsumerGroup: t.ConsumerGroup,
+		QueueName: msgString(t.Queue), PartitionName: msgString(t.Partition), ConsumerGroup: t.ConsumerGroup,
 		TraceNames: t.Names, EventType: t.EventType, Data: json.RawMessage(t.Data),
 		CreatedAt: t.CreatedAt.UTC().Format(timeFormat)}
 	if it.TraceNames == nil {
@@ -141,6 +147,7 @@ func (a *api) handleMessageTraces(w http.ResponseWriter, r *http.Request) {
 
 type tracesPageResponse struct {
 	Traces     []traceItem `json:"traces"`
+	Total      int64       `json:"total"` // traces carrying the name, every page
 	Pagination pagination  `json:"pagination"`
 }
 
@@ -157,18 +164,21 @@ func (a *api) handleTracesByName(w http.ResponseWriter, r *http.Request) {
 		writeError(w, a.opts.Logger, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, tracesPageResponse{Traces: traceItems(ts), Pagination: pagination{page.Limit, page.Offset}})
+	writeJSON(w, http.StatusOK, tracesPageResponse{Traces: traceItems(ts), Total: page.Total,
+		Pagination: pagination{page.Limit, page.Offset}})
 }
 
+// traceNameItem is one trace name, under Queen's keys (docs/api.md §5.10).
 type traceNameItem struct {
-	TraceName    string `json:"traceName"`
-	TraceCount   int64  `json:"traceCount"`
-	MessageCount int64  `json:"messageCount"`
-	LastSeen     string `json:"lastSeen"`
+	TraceName    string `json:"trace_name"`
+	TraceCount   int64  `json:"trace_count"`
+	MessageCount int64  `json:"message_count"` // distinct (partition, transaction id)
+	LastSeen     string `json:"last_seen"`
 }
 
 type traceNamesResponse struct {
-	Names      []traceNameItem `json:"names"`
+	TraceNames []traceNameItem `json:"trace_names"`
+	Total      int64           `json:"total"` // names in use, every page
 	Pagination pagination      `json:"pagination"`
 }
 
@@ -185,9 +195,10 @@ func (a *api) handleTraceNames(w http.ResponseWriter, r *http.Request) {
 		writeError(w, a.opts.Logger, err)
 		return
 	}
-	out := traceNamesResponse{Names: make([]traceNameItem, len(ns)), Pagination: pagination{page.Limit, page.Offset}}
+	out := traceNamesResponse{TraceNames: make([]traceNameItem, len(ns)), Total: page.Total,
+		Pagination: pagination{page.Limit, page.Offset}}
 	for i, n := range ns {
-		out.Names[i] = traceNameItem{TraceName: n.Name, TraceCount: n.Traces, MessageCount: n.Messages,
+		out.TraceNames[i] = traceNameItem{TraceName: n.Name, TraceCount: n.Traces, MessageCount: n.Messages,
 			LastSeen: n.LastSeen.UTC().Format(timeFormat)}
 	}
 	writeJSON(w, http.StatusOK, out)

@@ -286,8 +286,11 @@ func (m *Messages) setFrame(msg *Message, f *segment.Frame) {
 
 // GroupState is one consumer group's view of a message.
 type GroupState struct {
-	Group        string
-	Status       string // one of the Status constants
+	Group  string
+	Status string // one of the Status constants
+	// Consumed: the group's cursor is at or past the message (Queen's per-group
+	// "consumed"), whether it acknowledged it or dead-lettered it.
+	Consumed     bool
 	LeaseExpires time.Time
 	// ErrorMessage is the reason the group dead-lettered the message (nil: none given,
 	// or not dead-lettered by this group).
@@ -344,7 +347,7 @@ func (m *Messages) Get(ctx context.Context, tenant, partitionID, transactionID s
 	modes := ports.GroupModes{}
 	for i := range p.Cursors {
 		c := &p.Cursors[i]
-		g := GroupState{Group: c.Group}
+		g := GroupState{Group: c.Group, Consumed: sm.Offset <= c.Committed}
 		g.Status, g.LeaseExpires = groupStatus(c, sm.Offset, sm.Now)
 		for _, dl := range sm.Dead {
 			if dl.ConsumerGroup == c.Group {

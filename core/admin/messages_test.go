@@ -347,7 +347,7 @@ func TestMessagesListRejectsBadQueries(t *testing.T) {
 // msgSameGroups compares group states, error messages by value.
 func msgSameGroups(got, want []GroupState) bool {
 	return slices.EqualFunc(got, want, func(a, b GroupState) bool {
-		return a.Group == b.Group && a.Status == b.Status && a.LeaseExpires.Equal(b.LeaseExpires) &&
+		return a.Group == b.Group && a.Status == b.Status && a.Consumed == b.Consumed && a.LeaseExpires.Equal(b.LeaseExpires) &&
 			a.RetryCount == b.RetryCount && (a.ErrorMessage == nil) == (b.ErrorMessage == nil) &&
 			(a.ErrorMessage == nil || *a.ErrorMessage == *b.ErrorMessage)
 	})
@@ -383,11 +383,21 @@ func TestMessagesGet(t *testing.T) {
 		t.Fatal(err)
 	}
 	msg := "boom"
+	// A dead-lettering group's cursor moved past the message: consumed, as Queen counts it.
 	want := []GroupState{{Group: ports.QueueModeGroup, Status: StatusPending},
-		{Group: "g", Status: StatusDeadLetter, ErrorMessage: &msg, RetryCount: 2}}
+		{Group: "g", Status: StatusDeadLetter, Consumed: true, ErrorMessage: &msg, RetryCount: 2}}
 	if d.Status != StatusDeadLetter || d.ErrorMessage == nil || *d.ErrorMessage != msg || d.RetryCount != 2 ||
 		d.Mode != (Mode{HasQueueMode: true, BusGroups: 1, Type: ModeHybrid}) || !msgSameGroups(d.Groups, want) {
 		t.Fatalf("b1: %+v, want dead_letter with groups %+v", d, want)
+	}
+	d, err = m.Get(ctx, "tenant", f.b, "b0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = []GroupState{{Group: ports.QueueModeGroup, Status: StatusCompleted, Consumed: true},
+		{Group: "g", Status: StatusCompleted, Consumed: true}}
+	if d.Status != StatusCompleted || !msgSameGroups(d.Groups, want) {
+		t.Fatalf("b0: %+v, want completed with groups %+v", d, want)
 	}
 
 	for _, tt := range []struct {
