@@ -20,4 +20,6 @@
 //     injection.
 //   - SystemState and QueueAdmin keep the maintenance flags and the queue
 //     configurations and dead letters.
+//   - Metrics is the metrics history (MetricsWriter), merged as the database merges it;
+//     Fail makes its writes fail, for outages.
 package memory

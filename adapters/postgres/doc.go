@@ -49,6 +49,14 @@
 // drained, not_before, the lease expiry), never as JSON. Pending calls log_pending_v1
 // (schema/006_hotlist.sql): one row per page, ids and names as parallel arrays.
 //
+// # The metrics history
+//
+// WriteMetrics (history.go, ports.MetricsWriter) is one statement: a CTE inserts the
+// flush's (instance, seq) into metrics_flushes ON CONFLICT DO NOTHING, and the upserts
+// of the queue and broker rows (parallel arrays, unnest) run only when it did, so a
+// retried flush adds nothing. Rows are upserted in key order: brokers writing the same
+// minute's queue rows lock them in one order.
+//
 // # Hints between brokers (LISTEN/NOTIFY)
 //
 // Publish sends every hint of a call with one statement (pg_notify over an array of

@@ -14,6 +14,8 @@
 //   - SystemState: adapters/postgres, adapters/memory
 //   - QueueSettings: adapters/postgres, adapters/memory
 //   - RetentionStore: adapters/postgres, adapters/memory
+//   - MetricsWriter (the metrics history's merge rules): adapters/postgres,
+//     adapters/memory
 //   - QueueAdmin, GroupStore, MessageStore, ResourceStore and TraceStore: adapters/admin,
 //     adapters/memory
 //
