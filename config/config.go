@@ -274,6 +274,12 @@ func (c Config) PartitionCleanupIdle() time.Duration {
 	return time.Duration(c.PartitionIdleDays) * 24 * time.Hour
 }
 
+// MetricsRetentionPeriod is how long the metrics history is kept
+// (METRICS_RETENTION_DAYS) as retention.Options.MetricsRetention takes it.
+func (c Config) MetricsRetentionPeriod() time.Duration {
+	return time.Duration(c.MetricsRetention) * 24 * time.Hour
+}
+
 // JWTLeeway is the tolerance of the exp, nbf and iat claims (JWT_CLOCK_SKEW) as
 // auth.Options.ClockSkew takes it: JWT_CLOCK_SKEW=0 means none (auth.NoClockSkew), not
 // the verifier's default.

@@ -58,6 +58,7 @@ func TestDefaultsAgreeWithCore(t *testing.T) {
 		{"RETENTION_INTERVAL", c.RetentionInterval, retention.DefaultInterval},
 		{"RETENTION_BATCH_SIZE", c.RetentionBatch, retention.DefaultBatchSize},
 		{"RETENTION_PARALLELISM", c.RetentionParallel, retention.DefaultParallelism},
+		{"METRICS_RETENTION_DAYS", c.MetricsRetentionPeriod(), retention.DefaultMetricsRetention},
 		{"JWT_ALGORITHM", c.JWTAlgorithm, auth.DefaultAlgorithm},
 		{"JWT_CLOCK_SKEW", c.JWTLeeway(), auth.DefaultClockSkew},
 		{"JWT_ROLES_CLAIM", c.JWTRolesClaim, auth.DefaultRolesClaim},

@@ -36,18 +36,35 @@
 -- NULL when nothing was walked), how many were walked (fewer than p_partitions: the walk
 -- reached the end), and what was removed. A partition whose trim the row budget cut
 -- short is not done: the next step starts with it again.
-CREATE OR REPLACE FUNCTION queen.log_retention_step_v1(
+--
+-- And, one entry per partition trimmed, for the record of what retention removed
+-- (queen.retention_runs, 016_metrics.sql): its queue (tenant_ids, queue_names), the age
+-- rule that applied (age_jobs: 'eviction' when maxWaitTimeSeconds is the shorter age
+-- rule or the only one, else 'retention'), the messages and bytes of the segments
+-- removed by the age rule (aged_*) and by the completed rule alone (done_*), and the
+-- hash rows removed (part_hash_*). The split costs nothing extra: the DELETE returns
+-- each segment's age test with its size.
+CREATE OR REPLACE FUNCTION queen.log_retention_step_v2(
     p_after      uuid,
     p_partitions integer,
     p_rows       integer,
-    OUT last_pid       uuid,
-    OUT walked         integer,
-    OUT trimmed        integer,
-    OUT segments       bigint,
-    OUT messages       bigint,
-    OUT segment_bytes  bigint,
-    OUT hash_rows      bigint,
-    OUT hash_bytes     bigint
+    OUT last_pid        uuid,
+    OUT walked          integer,
+    OUT trimmed         integer,
+    OUT segments        bigint,
+    OUT messages        bigint,
+    OUT segment_bytes   bigint,
+    OUT hash_rows       bigint,
+    OUT hash_bytes      bigint,
+    OUT tenant_ids      text[],
+    OUT queue_names     text[],
+    OUT age_jobs        text[],
+    OUT aged_msgs       bigint[],
+    OUT aged_bytes      bigint[],
+    OUT done_msgs       bigint[],
+    OUT done_bytes      bigint[],
+    OUT part_hash_rows  bigint[],
+    OUT part_hash_bytes bigint[]
 )
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -65,8 +82,16 @@ DECLARE
     v_hend    bigint;
     v_cursors integer;
     v_locked  integer;
+    v_aged    bigint;
+    v_agedb   bigint;
+    v_comp    bigint;
+    v_compb   bigint;
+    v_hcnt    bigint;
+    v_hbytes  bigint;
 BEGIN
     trimmed := 0; segments := 0; messages := 0; segment_bytes := 0; hash_rows := 0; hash_bytes := 0;
+    tenant_ids := '{}'; queue_names := '{}'; age_jobs := '{}'; aged_msgs := '{}'; aged_bytes := '{}';
+    done_msgs := '{}'; done_bytes := '{}'; part_hash_rows := '{}'; part_hash_bytes := '{}';
 
     -- 1. The walk, without locks: which partitions have something past a cutoff. Each
     -- test is one index probe (the oldest retained segment, the oldest hash row).
@@ -95,7 +120,12 @@ BEGIN
 
     -- 2. The due partitions, locked in ascending id order, never waited for.
     FOR p IN
-        SELECT lp.id, lp.queue_id, lp.last_offset, lp.log_start, lp.txns_start, r.*
+        SELECT lp.id, lp.queue_id, lp.last_offset, lp.log_start, lp.txns_start, r.*,
+               q.tenant_id, q.name AS queue_name,
+               CASE WHEN q.max_wait_time_seconds > 0
+                         AND NOT (q.retention_enabled AND q.retention_seconds > 0
+                                  AND q.retention_seconds <= q.max_wait_time_seconds)
+                    THEN 'eviction' ELSE 'retention' END AS age_job
           FROM queen.log_partitions lp
           JOIN queen.queues q ON q.id = lp.queue_id
          CROSS JOIN LATERAL queen.log_retention_cutoffs_v1(q, v_now) r
@@ -116,6 +146,7 @@ BEGIN
 
         -- Segments.
         v_start := p.log_start;
+        v_aged := 0; v_agedb := 0; v_comp := 0; v_compb := 0; v_hcnt := 0; v_hbytes := 0;
         IF p.seg_cutoff IS NOT NULL AND p.last_offset >= p.log_start THEN
             v_done := -1;
             IF p.done_cutoff IS NOT NULL AND v_cursors > 0
@@ -146,8 +177,14 @@ BEGIN
                 WITH d AS (
                     DELETE FROM queen.log_segments s
                      WHERE s.partition_id = p.id AND s.base_offset >= p.log_start AND s.base_offset < v_start
-                    RETURNING s.msg_count, octet_length(s.blob) AS b)
-                SELECT count(*), coalesce(sum(d.b), 0) INTO v_cnt, v_bytes FROM d;
+                    RETURNING s.msg_count, octet_length(s.blob) AS b,
+                              coalesce(s.created_at < p.age_cutoff, false) AS aged)
+                SELECT count(*), coalesce(sum(d.b), 0),
+                       coalesce(sum(d.msg_count) FILTER (WHERE d.aged), 0),
+                       coalesce(sum(d.b) FILTER (WHERE d.aged), 0),
+                       coalesce(sum(d.msg_count) FILTER (WHERE NOT d.aged), 0),
+                       coalesce(sum(d.b) FILTER (WHERE NOT d.aged), 0)
+                  INTO v_cnt, v_bytes, v_aged, v_agedb, v_comp, v_compb FROM d;
                 segments := segments + v_cnt;
                 messages := messages + (v_start - p.log_start);
                 segment_bytes := segment_bytes + v_bytes;
@@ -166,10 +203,10 @@ BEGIN
                                            AND t2.created_at < p.hash_cutoff
                                          ORDER BY t2.end_offset LIMIT v_budget)
                 RETURNING t.end_offset, octet_length(t.hashes) AS b)
-            SELECT count(*), coalesce(sum(d.b), 0), max(d.end_offset) INTO v_cnt, v_bytes, v_hend FROM d;
-            hash_rows := hash_rows + v_cnt;
-            hash_bytes := hash_bytes + v_bytes;
-            v_budget := v_budget - v_cnt::integer;
+            SELECT count(*), coalesce(sum(d.b), 0), max(d.end_offset) INTO v_hcnt, v_hbytes, v_hend FROM d;
+            hash_rows := hash_rows + v_hcnt;
+            hash_bytes := hash_bytes + v_hbytes;
+            v_budget := v_budget - v_hcnt::integer;
         END IF;
 
         IF v_start > p.log_start OR v_hend IS NOT NULL THEN
@@ -178,6 +215,15 @@ BEGIN
                 txns_start = greatest(lp.txns_start, coalesce(v_hend + 1, lp.txns_start))
              WHERE lp.id = p.id;
             trimmed := trimmed + 1;
+            tenant_ids := tenant_ids || p.tenant_id::text;
+            queue_names := queue_names || p.queue_name;
+            age_jobs := age_jobs || p.age_job;
+            aged_msgs := aged_msgs || v_aged;
+            aged_bytes := aged_bytes || v_agedb;
+            done_msgs := done_msgs || v_comp;
+            done_bytes := done_bytes || v_compb;
+            part_hash_rows := part_hash_rows || v_hcnt;
+            part_hash_bytes := part_hash_bytes || v_hbytes;
         END IF;
     END LOOP;
     IF v_budget <= 0 THEN
@@ -185,6 +231,26 @@ BEGIN
         last_pid := coalesce((SELECT u FROM unnest(v_ids) u WHERE u < p.id ORDER BY u DESC LIMIT 1), p_after);
     END IF;
 END
+$$;
+
+-- log_retention_step_v1: v2 without the per-partition record, for older brokers sharing
+-- the database.
+CREATE OR REPLACE FUNCTION queen.log_retention_step_v1(
+    p_after      uuid,
+    p_partitions integer,
+    p_rows       integer,
+    OUT last_pid       uuid,
+    OUT walked         integer,
+    OUT trimmed        integer,
+    OUT segments       bigint,
+    OUT messages       bigint,
+    OUT segment_bytes  bigint,
+    OUT hash_rows      bigint,
+    OUT hash_bytes     bigint
+)
+LANGUAGE sql AS $$
+    SELECT v.last_pid, v.walked, v.trimmed, v.segments, v.messages, v.segment_bytes, v.hash_rows, v.hash_bytes
+      FROM queen.log_retention_step_v2(p_after, p_partitions, p_rows) v
 $$;
 
 -- log_retention_cutoffs_v1: a queue's retention cutoffs at p_now (NULL: no such rule).
@@ -207,10 +273,16 @@ LANGUAGE sql IMMUTABLE AS $$
                         THEN p_now - make_interval(secs => q.completed_retention_seconds) END AS c) d
 $$;
 
--- log_purge_dead_letters_v1 removes up to p_rows dead letters older than their queue's
+-- The purges return one row per (tenant, queue) that lost something: the record of what
+-- retention removed (queen.retention_runs) is kept per queue. Their v1 are the sums, for
+-- older brokers sharing the database.
+
+-- log_purge_dead_letters_v2 removes up to p_rows dead letters older than their queue's
 -- retentionSeconds (when retentionEnabled): a dead letter is a message of the queue, and
--- retention by age applies to it from the moment it failed. Returns rows and bytes.
-CREATE OR REPLACE FUNCTION queen.log_purge_dead_letters_v1(p_rows integer, OUT removed bigint, OUT bytes bigint)
+-- retention by age applies to it from the moment it failed. Returns rows and bytes per
+-- queue.
+CREATE OR REPLACE FUNCTION queen.log_purge_dead_letters_v2(p_rows integer)
+RETURNS TABLE (tenant_id uuid, queue_name text, removed bigint, bytes bigint)
 LANGUAGE sql AS $$
     WITH d AS (
         DELETE FROM queen.dlq x
@@ -221,13 +293,23 @@ LANGUAGE sql AS $$
                                          ORDER BY d.failed_at LIMIT greatest(p_rows, 1)) d ON true
                          WHERE q.retention_enabled AND q.retention_seconds > 0
                          LIMIT greatest(p_rows, 1))
-        RETURNING octet_length(x.blob) AS b)
-    SELECT count(*), coalesce(sum(d.b), 0) FROM d
+        RETURNING x.queue_id, octet_length(x.blob) AS b)
+    SELECT q.tenant_id, q.name, count(*), sum(d.b)::bigint
+      FROM d JOIN queen.queues q ON q.id = d.queue_id
+     GROUP BY q.tenant_id, q.name
 $$;
 
--- log_purge_traces_v1 removes up to p_rows traces whose lifetime ended (their names go
--- with them, ON DELETE CASCADE). Returns rows and bytes of their data.
-CREATE OR REPLACE FUNCTION queen.log_purge_traces_v1(p_rows integer, OUT removed bigint, OUT bytes bigint)
+CREATE OR REPLACE FUNCTION queen.log_purge_dead_letters_v1(p_rows integer, OUT removed bigint, OUT bytes bigint)
+LANGUAGE sql AS $$
+    SELECT coalesce(sum(v.removed), 0)::bigint, coalesce(sum(v.bytes), 0)::bigint
+      FROM queen.log_purge_dead_letters_v2(p_rows) v
+$$;
+
+-- log_purge_traces_v2 removes up to p_rows traces whose lifetime ended (their names go
+-- with them, ON DELETE CASCADE). Returns rows and bytes of their data per tenant and
+-- queue ('' when the trace's partition is gone).
+CREATE OR REPLACE FUNCTION queen.log_purge_traces_v2(p_rows integer)
+RETURNS TABLE (tenant_id uuid, queue_name text, removed bigint, bytes bigint)
 LANGUAGE sql AS $$
     WITH d AS (
         DELETE FROM queen.message_traces t
@@ -235,17 +317,28 @@ LANGUAGE sql AS $$
                          WHERE t2.expires_at < clock_timestamp()
                          ORDER BY t2.expires_at LIMIT greatest(p_rows, 1)
                            FOR UPDATE SKIP LOCKED)
-        RETURNING coalesce(pg_column_size(t.data), 0) AS b)
-    SELECT count(*), coalesce(sum(d.b), 0) FROM d
+        RETURNING t.tenant_id, t.partition_id, coalesce(pg_column_size(t.data), 0) AS b)
+    SELECT d.tenant_id, coalesce(q.name, ''), count(*), sum(d.b)::bigint
+      FROM d LEFT JOIN queen.log_partitions lp ON lp.id = d.partition_id
+             LEFT JOIN queen.queues q ON q.id = lp.queue_id
+     GROUP BY 1, 2
 $$;
 
--- log_drop_empty_partitions_v1 deletes up to p_rows partitions that hold nothing (no
+CREATE OR REPLACE FUNCTION queen.log_purge_traces_v1(p_rows integer, OUT removed bigint, OUT bytes bigint)
+LANGUAGE sql AS $$
+    SELECT coalesce(sum(v.removed), 0)::bigint, coalesce(sum(v.bytes), 0)::bigint
+      FROM queen.log_purge_traces_v2(p_rows) v
+$$;
+
+-- log_drop_empty_partitions_v2 deletes up to p_rows partitions that hold nothing (no
 -- retained message and no retained hash row) and were last written before p_idle ago,
 -- with their cursors. A partition any push, pop or ack holds now is skipped; a push that
 -- names it later creates it again, from offset 0 (nothing retained refers to the old
--- offsets). Returns how many went.
-CREATE OR REPLACE FUNCTION queen.log_drop_empty_partitions_v1(p_idle interval, p_rows integer, OUT removed bigint)
+-- offsets). Returns how many went per queue.
+CREATE OR REPLACE FUNCTION queen.log_drop_empty_partitions_v2(p_idle interval, p_rows integer)
+RETURNS TABLE (tenant_id uuid, queue_name text, removed bigint)
 LANGUAGE plpgsql AS $$
+#variable_conflict use_column
 DECLARE
     v_ids uuid[];
 BEGIN
@@ -261,12 +354,52 @@ BEGIN
      WHERE (SELECT count(*) FROM queen.log_consumers lc WHERE lc.partition_id = x.id)
          = (SELECT count(*) FROM (SELECT 1 FROM queen.log_consumers lc WHERE lc.partition_id = x.id
                                      FOR UPDATE SKIP LOCKED) l);
-    removed := 0;
     IF v_ids IS NULL THEN
         RETURN;
     END IF;
     DELETE FROM queen.log_consumers lc WHERE lc.partition_id = ANY (v_ids);
-    DELETE FROM queen.log_partitions lp WHERE lp.id = ANY (v_ids);
-    GET DIAGNOSTICS removed = ROW_COUNT;
+    RETURN QUERY
+        WITH d AS (DELETE FROM queen.log_partitions lp WHERE lp.id = ANY (v_ids) RETURNING lp.queue_id)
+        SELECT q.tenant_id, coalesce(q.name, ''), count(*)
+          FROM d LEFT JOIN queen.queues q ON q.id = d.queue_id
+         GROUP BY 1, 2;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION queen.log_drop_empty_partitions_v1(p_idle interval, p_rows integer, OUT removed bigint)
+LANGUAGE sql AS $$
+    SELECT coalesce(sum(v.removed), 0)::bigint FROM queen.log_drop_empty_partitions_v2(p_idle, p_rows) v
+$$;
+
+-- log_purge_history_v1 removes up to p_rows rows of the metrics history (016_metrics.sql)
+-- dated before p_before, table after table: minutes of metrics_queue_minutes and
+-- metrics_broker_minutes, flushes of metrics_flushes by applied_at, runs of
+-- retention_runs by ran_at. Each table's rows go by ctid, at most the budget left, so
+-- one call is one bounded step. Returns rows and their stored size (pg_column_size of
+-- the row). PL/pgSQL: the tables it names are created by a later file.
+CREATE OR REPLACE FUNCTION queen.log_purge_history_v1(p_before timestamptz, p_rows integer,
+    OUT removed bigint, OUT bytes bigint)
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_left integer := greatest(p_rows, 1);
+    v_n    bigint;
+    v_b    bigint;
+    t      record;
+BEGIN
+    removed := 0; bytes := 0;
+    FOR t IN SELECT * FROM (VALUES (1, 'metrics_queue_minutes', 'minute'), (2, 'metrics_broker_minutes', 'minute'),
+                                   (3, 'metrics_flushes', 'applied_at'), (4, 'retention_runs', 'ran_at')) v(n, tab, col)
+              ORDER BY v.n
+    LOOP
+        EXIT WHEN v_left <= 0;
+        EXECUTE format('WITH d AS (DELETE FROM queen.%1$I x
+                                    WHERE x.ctid = ANY (ARRAY(SELECT y.ctid FROM queen.%1$I y WHERE y.%2$I < $1 LIMIT $2))
+                                   RETURNING pg_column_size(x.*) AS b)
+                        SELECT count(*), coalesce(sum(d.b), 0) FROM d', t.tab, t.col)
+           INTO v_n, v_b USING p_before, v_left;
+        removed := removed + v_n;
+        bytes := bytes + v_b;
+        v_left := v_left - v_n::integer;
+    END LOOP;
 END
 $$;

@@ -80,9 +80,12 @@
 //     dlq_offset index of dead letters by (partition, offset).
 //
 //   - 012_retention.sql: the retention cycle's bounded steps (core/retention):
-//     log_retention_step_v1 trims expired segment prefixes and hash rows, moving
-//     log_start and txns_start, under partition and cursor locks taken SKIP LOCKED;
-//     log_purge_dead_letters_v1, log_purge_traces_v1 and log_drop_empty_partitions_v1.
+//     log_retention_step_v2 trims expired segment prefixes and hash rows, moving
+//     log_start and txns_start, under partition and cursor locks taken SKIP LOCKED, and
+//     says per partition what each rule removed; log_purge_dead_letters_v2,
+//     log_purge_traces_v2 and log_drop_empty_partitions_v2 answer per queue (their v1,
+//     the sums, serve older brokers); log_purge_history_v1 purges the metrics history
+//     (016_metrics.sql).
 //
 //   - 014_streams.sql: stream_queries (one row per query name, its opaque config_hash)
 //     and stream_state (primary key query_id, partition_id, key COLLATE "C": a shard is

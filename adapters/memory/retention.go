@@ -65,6 +65,9 @@ type cutoffs struct {
 	done time.Time // consumed segments created before it go
 	seg  time.Time // the later of age and done: no segment older, nothing to trim
 	hash time.Time // hash sidecar rows created before it go
+	// ageJob is the age rule's job: ports.JobEviction when maxWaitTimeSeconds is the
+	// shorter rule or the only one, else ports.JobRetention.
+	ageJob string
 }
 
 // cutoffsOf computes q's cutoffs at now. The age rule is the shorter of retentionSeconds
@@ -78,8 +81,10 @@ func (s *Store) cutoffsOf(q *queue, now time.Time) cutoffs {
 	if o.RetentionEnabled && o.RetentionSeconds > 0 {
 		age = time.Duration(o.RetentionSeconds) * time.Second
 	}
+	c.ageJob = ports.JobRetention
 	if w := time.Duration(o.MaxWaitTimeSeconds) * time.Second; w > 0 && (age == 0 || w < age) {
 		age = w
+		c.ageJob = ports.JobEviction
 	}
 	if age > 0 {
 		c.age = now.Add(-age)
@@ -188,6 +193,7 @@ func (r *RetentionStore) Trim(ctx context.Context, after string, partitions, row
 
 	// 2. The due partitions, in id order.
 	budget := max(rows, 1)
+	var runs ports.RunTally
 	before := after // the walked partition before the last due one visited
 	for i, p := range walk {
 		c := s.cutoffsOf(p.q, now)
@@ -200,22 +206,28 @@ func (r *RetentionStore) Trim(ctx context.Context, after string, partitions, row
 		}
 		if budget <= 0 {
 			st.Last = before // not done with this one: the next step starts at it
+			st.Removals = runs.Runs()
 			return st, nil
 		}
 		if s.cursorHeld(p.id) {
 			continue // a pop or an ack holds a cursor: the next walk
 		}
-		budget -= s.trimPartition(p, c, budget, &st)
+		budget -= s.trimPartition(p, c, budget, &st, &runs)
 	}
 	if budget <= 0 {
 		st.Last = before // the budget ran out on the last partition trimmed: it may hold more
 	}
+	st.Removals = runs.Runs()
 	return st, nil
 }
 
 // trimPartition removes what of p is past c, at most budget rows (segments first, then
-// hash rows), adds it to st and returns the rows removed. Callers hold s.mu.
-func (s *Store) trimPartition(p *partition, c cutoffs, budget int, st *ports.TrimStep) int {
+// hash rows), adds it to st and to runs (per rule) and returns the rows removed. Callers
+// hold s.mu.
+func (s *Store) trimPartition(p *partition, c cutoffs, budget int, st *ports.TrimStep, runs *ports.RunTally) int {
+	run := func(job string, rows, bytes int64) {
+		runs.Add(ports.RetentionRun{Job: job, Tenant: p.q.tenant, Queue: p.q.name, Rows: rows, Bytes: bytes})
+	}
 	used := 0
 	start := p.logStart
 	if !c.seg.IsZero() && p.last >= p.logStart {
@@ -256,6 +268,11 @@ func (s *Store) trimPartition(p *partition, c cutoffs, budget int, st *ports.Tri
 				}
 				st.Segments++
 				st.SegmentBytes += int64(len(sg.Blob))
+				job := ports.JobCompletedRetention // a segment past both rules goes by age
+				if !c.age.IsZero() && sg.CreatedAt.Before(c.age) {
+					job = c.ageJob
+				}
+				run(job, int64(sg.Count), int64(len(sg.Blob)))
 				sg.removed, sg.Blob = true, nil
 				used++
 			}
@@ -276,6 +293,7 @@ func (s *Store) trimPartition(p *partition, c cutoffs, budget int, st *ports.Tri
 		}
 		st.HashRows++
 		st.HashBytes += int64(len(sg.hashes))
+		run(ports.JobHashRows, 1, int64(len(sg.hashes)))
 		sg.hashGone, sg.hashes = true, nil
 		hend = end
 		used++
@@ -351,12 +369,16 @@ func (r *RetentionStore) PurgeDeadLetters(ctx context.Context, rows int) (ports.
 		return cmp.Or(a.FailedAt.Compare(b.FailedAt), strings.Compare(a.ID, b.ID))
 	})
 	var out ports.Removed
+	var runs ports.RunTally
 	drop := make(map[string]bool)
 	for _, d := range expired[:min(len(expired), max(rows, 1))] {
 		drop[d.ID] = true
 		out.Rows++
 		out.Bytes += int64(len(d.Blob))
+		q := s.deadQueue(d.PartitionID)
+		runs.Add(ports.RetentionRun{Job: ports.JobDeadLetters, Tenant: q.tenant, Queue: q.name, Rows: 1, Bytes: int64(len(d.Blob))})
 	}
+	out.Queues = runs.Runs()
 	s.dead = slices.DeleteFunc(s.dead, func(d ports.DeadLetter) bool { return drop[d.ID] })
 	s.pruneOrphans()
 	return out, nil
@@ -397,12 +419,19 @@ func (r *RetentionStore) PurgeTraces(ctx context.Context, rows int) (ports.Remov
 	}
 	slices.SortStableFunc(expired, func(a, b *trace) int { return a.expires.Compare(b.expires) })
 	var out ports.Removed
+	var runs ports.RunTally
 	drop := make(map[*trace]bool)
 	for _, tr := range expired[:min(len(expired), max(rows, 1))] {
 		drop[tr] = true
 		out.Rows++
 		out.Bytes += int64(len(tr.t.Data))
+		queue := "" // the trace's partition is gone
+		if p := s.byID[tr.t.PartitionID]; p != nil {
+			queue = p.q.name
+		}
+		runs.Add(ports.RetentionRun{Job: ports.JobTraces, Tenant: tr.tenant, Queue: queue, Rows: 1, Bytes: int64(len(tr.t.Data))})
 	}
+	out.Queues = runs.Runs()
 	s.traces = slices.DeleteFunc(s.traces, func(tr *trace) bool { return drop[tr] })
 	return out, nil
 }
@@ -429,13 +458,16 @@ func (r *RetentionStore) DropEmptyPartitions(ctx context.Context, idle time.Dura
 	}
 	slices.SortFunc(empty, func(a, b *partition) int { return strings.Compare(a.id, b.id) })
 	var out ports.Removed
+	var runs ports.RunTally
 	for _, p := range empty[:min(len(empty), max(rows, 1))] {
 		if s.cursorHeld(p.id) {
 			continue
 		}
 		s.dropPartition(p)
 		out.Rows++
+		runs.Add(ports.RetentionRun{Job: ports.JobPartitions, Tenant: p.q.tenant, Queue: p.q.name, Rows: 1})
 	}
+	out.Queues = runs.Runs()
 	return out, nil
 }
 

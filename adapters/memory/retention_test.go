@@ -13,7 +13,17 @@ import (
 func TestRetentionStoreConformance(t *testing.T) {
 	porttest.RetentionStore(t, func(*testing.T) porttest.RetentionFixture {
 		s := NewStore()
-		return porttest.RetentionFixture{Store: s.Retention(), Messages: s.Messages(), Traces: s, AdminWorld: adminWorld(s)}
+		return porttest.RetentionFixture{Store: s.Retention(), Messages: s.Messages(), Traces: s, AdminWorld: adminWorld(s),
+			AddHistory:  func(_ *testing.T, table string, at time.Time, n int) { s.AddHistory(table, at, n) },
+			HistoryRows: func(_ *testing.T, table string) int { return s.HistoryRows(table) },
+			Runs: func(*testing.T) []porttest.RecordedRun {
+				var out []porttest.RecordedRun
+				for _, r := range s.RetentionRuns() {
+					out = append(out, porttest.RecordedRun{RanAt: r.RanAt, RetentionRun: r.RetentionRun})
+				}
+				return out
+			},
+		}
 	})
 }
 
@@ -91,6 +101,13 @@ func TestRetentionCancelledAndFaults(t *testing.T) {
 		"Retention.DropEmptyPartitions": func(ctx context.Context) error {
 			_, err := r.DropEmptyPartitions(ctx, 0, 1)
 			return err
+		},
+		"Retention.PurgeHistory": func(ctx context.Context) error {
+			_, err := r.PurgeHistory(ctx, k.now, 1)
+			return err
+		},
+		"Retention.RecordRuns": func(ctx context.Context) error {
+			return r.RecordRuns(ctx, k.now, []ports.RetentionRun{{Job: ports.JobTraces, Rows: 1}})
 		},
 	}
 	for op, call := range calls {

@@ -58,6 +58,9 @@ type Store struct {
 	orphans map[string]*queue
 	// streams is the ports.StreamStore state (streams.go); nil until used.
 	streams *streams
+	// retained is the metrics history retention purges (retention_history.go); nil until
+	// used.
+	retained *retainedHistory
 }
 
 // queue is a queue row: created by the first push, pop or configuration naming it.

@@ -211,6 +211,7 @@ func registerRetention(reg prometheus.Registerer, read func() retention.Stats) {
 		{"dead_letters", func(s retention.Stats) int64 { return s.DeadLetters }, func(s retention.Stats) int64 { return s.DeadLetterBytes }},
 		{"traces", func(s retention.Stats) int64 { return s.Traces }, func(s retention.Stats) int64 { return s.TraceBytes }},
 		{"partitions", func(s retention.Stats) int64 { return s.Partitions }, nil},
+		{"metrics_history", func(s retention.Stats) int64 { return s.History }, func(s retention.Stats) int64 { return s.HistoryBytes }},
 	} {
 		labels := prometheus.Labels{"job": j.job}
 		c.counter("queen_retention_removed_rows_total", "Rows the retention cycle removed, per job (messages: messages in the segments removed).", labels,

@@ -17,7 +17,18 @@ const (
 	DefaultInterval    = 5 * time.Second // RETENTION_INTERVAL
 	DefaultBatchSize   = 1000            // RETENTION_BATCH_SIZE
 	DefaultParallelism = 1               // RETENTION_PARALLELISM
+	// DefaultMetricsRetention is how long the metrics history is kept
+	// (METRICS_RETENTION_DAYS).
+	DefaultMetricsRetention = 90 * 24 * time.Hour
 )
+
+// historyEvery is the time between purges of the metrics history, whose rows come by the
+// minute: a purge more often would find next to nothing.
+const historyEvery = time.Minute
+
+// recordTimeout bounds the write of a cycle's record when the cycle was interrupted (a
+// Stop): what it removed is still recorded.
+const recordTimeout = 5 * time.Second
 
 // dueCapSteps is how many steps' worth of rows (BatchSize x Parallelism) one cycle
 // removes at most unless DueCap says otherwise: a backlog drains over several cycles
@@ -40,8 +51,14 @@ type Options struct {
 	// CleanupEvery is the time between empty-partition cleanups, which look at every
 	// partition. [10 min]
 	CleanupEvery time.Duration
-	Logger       *slog.Logger
-	Now          func() time.Time // [time.Now]
+	// MetricsRetention is how long the metrics history and the record of retention
+	// runs are kept (METRICS_RETENTION_DAYS); older rows are purged at most every
+	// minute, in the cycle's bounded steps. [90 days]
+	MetricsRetention time.Duration
+	// Activity hears of the empty partitions deleted, per queue (nil: none).
+	Activity ports.Activity
+	Logger   *slog.Logger
+	Now      func() time.Time // [time.Now]
 }
 
 // Stats are the cycle's cumulative counters (rows and stored bytes removed per job).
@@ -52,7 +69,8 @@ type Stats struct {
 	DeadLetters, DeadLetterBytes int64
 	Traces, TraceBytes           int64
 	Partitions                   int64 // empty partitions deleted
-	Errors                       int64 // failed steps
+	History, HistoryBytes        int64 // rows of the metrics history and of retention_runs
+	Errors                       int64 // failed steps (the record's write included)
 }
 
 // Job is the retention cycle. New starts nothing; Start runs a cycle every Interval
@@ -65,6 +83,7 @@ type Job struct {
 	stats       Stats
 	cursor      string    // where the trim walk resumes
 	lastCleanup time.Time // zero: never
+	lastHistory time.Time // zero: never
 
 	cycle      sync.Mutex // one cycle at a time
 	stop, done chan struct{}
@@ -86,6 +105,9 @@ func New(store ports.RetentionStore, opts Options) *Job {
 	}
 	if opts.CleanupEvery <= 0 {
 		opts.CleanupEvery = 10 * time.Minute
+	}
+	if opts.MetricsRetention <= 0 {
+		opts.MetricsRetention = DefaultMetricsRetention
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
@@ -162,31 +184,73 @@ func (j *Job) RunCycle(ctx context.Context) error {
 	return err
 }
 
-// steps is one cycle under the lead: the trim walk, then dead letters, traces and (when
-// due) empty partitions. A failed job does not keep the others from running.
+// purgeJob is one of the cycle's purges: a store call of at most n rows, the record's
+// job for rows the store cannot place in a queue, and its counters.
+type purgeJob struct {
+	name, job string
+	run       func(context.Context, int) (ports.Removed, error)
+	add       func(*Stats, ports.Removed)
+}
+
+// steps is one cycle under the lead: the trim walk, then dead letters, traces, (when
+// due) empty partitions and the metrics history, then the record of what the cycle
+// removed (queen.retention_runs, one write; none when nothing was removed). A failed job
+// does not keep the others from running.
 func (j *Job) steps(ctx context.Context) error {
-	errs := []error{j.trim(ctx)}
-	for _, job := range []struct {
-		name string
-		run  func(context.Context, int) (ports.Removed, error)
-		add  func(*Stats, ports.Removed)
-	}{
-		{"dead letters", j.store.PurgeDeadLetters, func(s *Stats, r ports.Removed) { s.DeadLetters += r.Rows; s.DeadLetterBytes += r.Bytes }},
-		{"traces", j.store.PurgeTraces, func(s *Stats, r ports.Removed) { s.Traces += r.Rows; s.TraceBytes += r.Bytes }},
-	} {
-		errs = append(errs, j.purge(ctx, job.name, job.run, job.add))
+	ranAt := j.opts.Now()
+	var runs ports.RunTally
+	errs := []error{j.trim(ctx, &runs)}
+	jobs := []purgeJob{
+		{"dead letters", ports.JobDeadLetters, j.store.PurgeDeadLetters,
+			func(s *Stats, r ports.Removed) { s.DeadLetters += r.Rows; s.DeadLetterBytes += r.Bytes }},
+		{"traces", ports.JobTraces, j.store.PurgeTraces,
+			func(s *Stats, r ports.Removed) { s.Traces += r.Rows; s.TraceBytes += r.Bytes }},
 	}
-	if j.cleanupDue() {
-		drop := func(ctx context.Context, n int) (ports.Removed, error) {
-			return j.store.DropEmptyPartitions(ctx, j.opts.CleanupIdle, n)
+	if j.due(&j.lastCleanup, j.opts.CleanupEvery, j.opts.CleanupIdle > 0) {
+		jobs = append(jobs, purgeJob{"empty partitions", ports.JobPartitions, j.dropEmpty,
+			func(s *Stats, r ports.Removed) { s.Partitions += r.Rows }})
+	}
+	if j.due(&j.lastHistory, historyEvery, true) {
+		before := ranAt.Add(-j.opts.MetricsRetention)
+		purge := func(ctx context.Context, n int) (ports.Removed, error) { return j.store.PurgeHistory(ctx, before, n) }
+		jobs = append(jobs, purgeJob{"metrics history", ports.JobMetricsHistory, purge,
+			func(s *Stats, r ports.Removed) { s.History += r.Rows; s.HistoryBytes += r.Bytes }})
+	}
+	for _, job := range jobs {
+		errs = append(errs, j.purge(ctx, job, &runs))
+	}
+	return errors.Join(append(errs, j.record(ctx, ranAt, runs.Runs()))...)
+}
+
+// dropEmpty is one step of the empty-partition cleanup; Activity hears of each queue's
+// deleted partitions.
+func (j *Job) dropEmpty(ctx context.Context, n int) (ports.Removed, error) {
+	r, err := j.store.DropEmptyPartitions(ctx, j.opts.CleanupIdle, n)
+	if j.opts.Activity != nil {
+		for _, q := range r.Queues {
+			j.opts.Activity.PartitionsDeleted(q.Tenant, q.Queue, int(q.Rows))
 		}
-		errs = append(errs, j.purge(ctx, "empty partitions", drop, func(s *Stats, r ports.Removed) { s.Partitions += r.Rows }))
 	}
-	return errors.Join(errs...)
+	return r, err
+}
+
+// record writes the cycle's runs, even when the cycle was interrupted after removing
+// something (bounded by recordTimeout).
+func (j *Job) record(ctx context.Context, ranAt time.Time, runs []ports.RetentionRun) error {
+	if len(runs) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+	defer cancel()
+	if err := j.store.RecordRuns(ctx, ranAt, runs); err != nil {
+		j.count(func(s *Stats) { s.Errors++ })
+		return fmt.Errorf("retention: record of %d runs: %w", len(runs), err)
+	}
+	return nil
 }
 
 // trim continues the partition walk for at most DueCap partitions and DueCap rows.
-func (j *Job) trim(ctx context.Context) error {
+func (j *Job) trim(ctx context.Context, runs *ports.RunTally) error {
 	j.mu.Lock()
 	after := j.cursor
 	j.mu.Unlock()
@@ -208,6 +272,9 @@ func (j *Job) trim(ctx context.Context) error {
 			s.HashRows += st.HashRows
 			s.HashBytes += st.HashBytes
 		})
+		for _, r := range st.Removals {
+			runs.Add(r)
+		}
 		walked += st.Walked
 		n := int(st.Segments + st.HashRows)
 		removed += n
@@ -224,18 +291,25 @@ func (j *Job) trim(ctx context.Context) error {
 }
 
 // purge runs one job's steps until a step removes less than a batch or the cycle's
-// DueCap rows are removed.
-func (j *Job) purge(ctx context.Context, name string, run func(context.Context, int) (ports.Removed, error), add func(*Stats, ports.Removed)) error {
+// DueCap rows are removed, adding what each step removed to runs: per queue where the
+// store tells, else under the job alone.
+func (j *Job) purge(ctx context.Context, job purgeJob, runs *ports.RunTally) error {
 	for removed := 0; removed < j.opts.DueCap; {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		r, err := run(ctx, j.opts.BatchSize)
+		r, err := job.run(ctx, j.opts.BatchSize)
 		if err != nil {
 			j.count(func(s *Stats) { s.Errors++ })
-			return fmt.Errorf("retention: %s: %w", name, err)
+			return fmt.Errorf("retention: %s: %w", job.name, err)
 		}
-		j.count(func(s *Stats) { add(s, r) })
+		j.count(func(s *Stats) { job.add(s, r) })
+		if len(r.Queues) == 0 {
+			runs.Add(ports.RetentionRun{Job: job.job, Rows: r.Rows, Bytes: r.Bytes})
+		}
+		for _, q := range r.Queues {
+			runs.Add(q)
+		}
 		removed += int(r.Rows)
 		if r.Rows < int64(j.opts.BatchSize) {
 			return nil
@@ -244,19 +318,19 @@ func (j *Job) purge(ctx context.Context, name string, run func(context.Context, 
 	return nil
 }
 
-// cleanupDue reports whether the empty-partition cleanup runs this cycle, and records
-// that it does.
-func (j *Job) cleanupDue() bool {
-	if j.opts.CleanupIdle <= 0 {
+// due reports whether a job run at most every every runs this cycle (never when on is
+// false), and records in last that it does.
+func (j *Job) due(last *time.Time, every time.Duration, on bool) bool {
+	if !on {
 		return false
 	}
 	now := j.opts.Now()
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if !j.lastCleanup.IsZero() && now.Sub(j.lastCleanup) < j.opts.CleanupEvery {
+	if !last.IsZero() && now.Sub(*last) < every {
 		return false
 	}
-	j.lastCleanup = now
+	*last = now
 	return true
 }
 

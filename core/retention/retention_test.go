@@ -22,6 +22,7 @@ type fakeStore struct {
 	trimErr  error
 	calls    []string
 	cleanups int
+	recorded []ports.RetentionRun
 }
 
 func (f *fakeStore) Lead(ctx context.Context, fn func(context.Context) error) (bool, error) {
@@ -81,6 +82,17 @@ func (f *fakeStore) DropEmptyPartitions(_ context.Context, idle time.Duration, _
 	defer f.mu.Unlock()
 	f.cleanups++
 	return ports.Removed{Rows: 1}, nil
+}
+
+func (f *fakeStore) PurgeHistory(context.Context, time.Time, int) (ports.Removed, error) {
+	return ports.Removed{}, nil
+}
+
+func (f *fakeStore) RecordRuns(_ context.Context, _ time.Time, runs []ports.RetentionRun) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.recorded = append(f.recorded, runs...)
+	return nil
 }
 
 func TestCycle(t *testing.T) {
@@ -171,6 +183,18 @@ func TestCycleCounts(t *testing.T) {
 	}
 	if f.cleanups != 2 { // first cycle and a minute later, not in between
 		t.Fatalf("%d cleanups, want 2", f.cleanups)
+	}
+	// A store that places no removal in a queue: recorded under the job alone, one run
+	// per job and cycle.
+	sums := make(map[string]int64)
+	for _, r := range f.recorded {
+		if r.Tenant != "" || r.Queue != "" {
+			t.Fatalf("run %+v names a queue", r)
+		}
+		sums[r.Job] += r.Rows
+	}
+	if len(f.recorded) != 4 || sums[ports.JobDeadLetters] != 25 || sums[ports.JobPartitions] != 2 {
+		t.Fatalf("runs recorded %+v", f.recorded)
 	}
 }
 

@@ -16,6 +16,12 @@ type RetentionFixture struct {
 	Messages ports.MessageStore
 	Traces   ports.TraceStore
 	AdminWorld
+	// AddHistory stores n rows dated at in table (HistoryQueueMinutes,
+	// HistoryBrokerMinutes or HistoryFlushes); HistoryRows counts a table's rows
+	// (HistoryRuns too); Runs lists the rows of retention_runs.
+	AddHistory  func(t *testing.T, table string, at time.Time, n int)
+	HistoryRows func(t *testing.T, table string) int
+	Runs        func(t *testing.T) []RecordedRun
 }
 
 // RetentionStore runs the conformance suite of ports.RetentionStore; newFixture must return
@@ -36,6 +42,9 @@ func RetentionStore(t *testing.T, newFixture func(t *testing.T) RetentionFixture
 		{"expired traces go, live ones stay", testRetentionTraces},
 		{"empty idle partitions go with their cursors", testRetentionEmptyPartitions},
 		{"one lead at a time", testRetentionLead},
+		{"the age rule that removed segments is told apart", testRetentionAgeRules},
+		{"the metrics history goes past its retention, in bounded steps", testRetentionHistory},
+		{"runs are recorded as given, in one write", testRetentionRecordRuns},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -49,6 +58,7 @@ func RetentionStore(t *testing.T, newFixture func(t *testing.T) RetentionFixture
 func trimAll(t *testing.T, f RetentionFixture, rows int) ports.TrimStep {
 	t.Helper()
 	var sum ports.TrimStep
+	var runs ports.RunTally
 	after := ""
 	for range 1000 {
 		st, err := f.Store.Trim(context.Background(), after, 100, rows)
@@ -62,7 +72,11 @@ func trimAll(t *testing.T, f RetentionFixture, rows int) ports.TrimStep {
 		sum.SegmentBytes += st.SegmentBytes
 		sum.HashRows += st.HashRows
 		sum.HashBytes += st.HashBytes
+		for _, r := range st.Removals {
+			runs.Add(r)
+		}
 		if st.Walked < 100 && st.Segments+st.HashRows < int64(rows) {
+			sum.Removals = runs.Runs()
 			return sum
 		}
 		after = st.Last
@@ -116,6 +130,7 @@ func wantTrim(t *testing.T, got ports.TrimStep, segments, messages, hashes int64
 		t.Fatalf("trim removed %d segment bytes and %d hash bytes for %d segments and %d hash rows",
 			got.SegmentBytes, got.HashBytes, segments, hashes)
 	}
+	wantRemovalsAddUp(t, got)
 }
 
 // oldThenNew pushes two old single-message segments (2 minutes old) and one new one to
@@ -133,7 +148,9 @@ func testRetentionAge(t *testing.T, f RetentionFixture) {
 		c.RetentionEnabled, c.RetentionSeconds = true, 60
 	}))
 	pid := oldThenNew(k, "q")
-	wantTrim(t, trimAll(t, f, 1000), 2, 2, 0)
+	st := trimAll(t, f, 1000)
+	wantTrim(t, st, 2, 2, 0)
+	wantRuns(t, "trim", st.Removals, true, queueRun(ports.JobRetention, "q", 2))
 	wantRetained(t, f, pid, []int64{2}, 0, 1, 2)
 	// A pop starts at the first retained offset.
 	k.take("q", "p", "g", 2, 2, true)
@@ -155,7 +172,9 @@ func testRetentionMaxWait(t *testing.T, f RetentionFixture) {
 	k := newAdminKit(t, f.AdminWorld)
 	f.Configure(t, tenant, queueConfig("q", func(c *ports.QueueConfig) { c.MaxWaitTimeSeconds = 60 }))
 	pid := oldThenNew(k, "q")
-	wantTrim(t, trimAll(t, f, 1000), 2, 2, 0)
+	st := trimAll(t, f, 1000)
+	wantTrim(t, st, 2, 2, 0)
+	wantRuns(t, "trim", st.Removals, true, queueRun(ports.JobEviction, "q", 2))
 	wantRetained(t, f, pid, []int64{2}, 0, 1, 2)
 }
 
@@ -171,7 +190,9 @@ func testRetentionCompleted(t *testing.T, f RetentionFixture) {
 	// g consumed m0 and m1; the queue-mode group consumed m0 only.
 	k.take("q", "p", "g", 0, 1, true)
 	k.take("q", "p", ports.QueueModeGroup, 0, 0, true)
-	wantTrim(t, trimAll(t, f, 1000), 1, 1, 0)
+	st := trimAll(t, f, 1000)
+	wantTrim(t, st, 1, 1, 0)
+	wantRuns(t, "trim", st.Removals, true, queueRun(ports.JobCompletedRetention, "q", 1))
 	wantRetained(t, f, pid, []int64{1, 2}, 0, 1, 2)
 	k.take("q", "p", ports.QueueModeGroup, 1, 1, true)
 	wantTrim(t, trimAll(t, f, 1000), 1, 1, 0)
@@ -204,7 +225,9 @@ func testRetentionHashes(t *testing.T, f RetentionFixture) {
 	k.age(pid, 1000*time.Second)
 	k.age(long, 1000*time.Second)
 	k.push("q", "p", "new")
-	wantTrim(t, trimAll(t, f, 1000), 0, 0, 2)
+	st := trimAll(t, f, 1000)
+	wantTrim(t, st, 0, 0, 2)
+	wantRuns(t, "trim", st.Removals, true, queueRun(ports.JobHashRows, "q", 2))
 	// The messages stay (no retention rule); their hashes no longer resolve.
 	wantRetained(t, f, pid, []int64{0, 1, 2}, 0, 1, 2)
 	for txn, want := range map[string]bool{"old0": false, "old1": false, "new": true} {
@@ -290,6 +313,7 @@ func testRetentionDeadLetters(t *testing.T, f RetentionFixture) {
 			t.Fatal(err)
 		}
 		if r.Rows == 1 && r.Bytes > 0 {
+			wantRuns(t, "PurgeDeadLetters", r.Queues, true, queueRun(ports.JobDeadLetters, "q", 1))
 			break
 		}
 		if r.Rows != 0 || time.Now().After(deadline) {
@@ -324,6 +348,7 @@ func testRetentionTraces(t *testing.T, f RetentionFixture) {
 	if err != nil || r.Rows != 2 || r.Bytes <= 0 {
 		t.Fatalf("PurgeTraces: %+v, %v; want 2 rows", r, err)
 	}
+	wantRuns(t, "PurgeTraces", r.Queues, true, queueRun(ports.JobTraces, "q", 2))
 	if r, err := f.Store.PurgeTraces(ctx, 100); err != nil || r.Rows != 0 {
 		t.Fatalf("second PurgeTraces: %+v, %v; want none", r, err)
 	}
@@ -353,6 +378,7 @@ func testRetentionEmptyPartitions(t *testing.T, f RetentionFixture) {
 	if err != nil || r.Rows != 3 {
 		t.Fatalf("DropEmptyPartitions: %+v, %v; want 3 (empty, full trimmed empty, drained)", r, err)
 	}
+	wantRuns(t, "DropEmptyPartitions", r.Queues, false, queueRun(ports.JobPartitions, "q", 3))
 	_ = fresh
 	// The partition is created again by a push, from offset 0, and a group's cursor
 	// starts over with it.
