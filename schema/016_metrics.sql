@@ -95,6 +95,7 @@ CREATE TABLE IF NOT EXISTS queen.metrics_flushes (
     applied_at          timestamptz NOT NULL DEFAULT now(),
     PRIMARY KEY (instance, seq)
 );
+CREATE INDEX IF NOT EXISTS metrics_flushes_applied_at ON queen.metrics_flushes (applied_at);
 
 -- One row per retention run and job and queue that removed something: what the
 -- retention cycle removed (rows and bytes), read by GET /api/v1/analytics/retention.
