@@ -127,7 +127,7 @@ func (s *Service) Ack(ctx context.Context, tenant string, inputs []AckInput) ([]
 
 // Applied makes what committed acks changed known: the messages they moved to the
 // dead-letter queue (parked pops of the partition wake), the leases they released (the
-// hot-list), and the ack count. Ack calls it; so does the transaction route for the
+// hot-list), the ack count and Options.Activity. Ack calls it; so does the transaction route for the
 // acks it committed (core/push), which do not pass through Ack.
 func (s *Service) Applied(tenant string, items []ports.AckItem, res []ports.AckResult) {
 	var applied uint64
@@ -142,6 +142,9 @@ func (s *Service) Applied(tenant string, items []ports.AckItem, res []ports.AckR
 	}
 	s.acked.Add(applied)
 	s.released(tenant, items, res)
+	if s.opts.Activity != nil {
+		s.countAcks(tenant, items, res)
+	}
 }
 
 // released tells the hot-list about every (partition, group) whose lease the acks

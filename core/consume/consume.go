@@ -48,6 +48,10 @@ type Options struct {
 	// Paused, when set and true, makes every pop claim nothing (pop maintenance): it
 	// answers at once, or keeps a long poll parked without claiming.
 	Paused func() bool
+	// Activity, when set, hears of every answered pop (once per request and queue, an
+	// empty long poll once however often it re-checked) and of every call's committed
+	// acks (the metrics history, core/history).
+	Activity ports.Activity
 }
 
 func (o *Options) defaults() {
@@ -88,6 +92,8 @@ type Service struct {
 
 	// The counters Stats reports (the Prometheus exporter reads them at scrape time).
 	pops, popped, acks, acked atomic.Uint64
+
+	parts partitionQueues // with Options.Activity: the queue of partitions, for acks
 }
 
 // Stats are cumulative pop and ack counts since the Service was built.
@@ -159,6 +165,9 @@ func (s *Service) Pop(ctx context.Context, q PopQuery) (*Batch, error) {
 	b, err := s.pop(ctx, req, wait)
 	if b != nil {
 		s.popped.Add(uint64(len(b.Messages)))
+	}
+	if s.opts.Activity != nil && err == nil {
+		s.countPop(req, b)
 	}
 	return b, err
 }

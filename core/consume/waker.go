@@ -1,6 +1,7 @@
 package consume
 
 import (
+	"strings"
 	"sync"
 
 	"github.com/queen-go/queen/core/notify"
@@ -72,6 +73,27 @@ func (w *Waker) Parked() int {
 		n += len(list)
 	}
 	return n
+}
+
+// EachParked calls f for each queue with pops parked now (not yet woken), with how many
+// (the metrics history's sampler); discovery pops, parked on no queue, are left out. f
+// runs after the Waker's lock is released.
+func (w *Waker) EachParked(f func(tenant, queue string, n int)) {
+	type parked struct {
+		key string
+		n   int
+	}
+	w.mu.Lock()
+	list := make([]parked, 0, len(w.queues))
+	for key, ws := range w.queues {
+		list = append(list, parked{key, len(ws)})
+	}
+	w.mu.Unlock()
+	for _, p := range list {
+		// Keys are notify.QueueKey(tenant, queue): tenant, a unit separator, the queue.
+		tenant, queue, _ := strings.Cut(p.key, "\x1f")
+		f(tenant, queue, p.n)
+	}
 }
 
 // C is closed when the pop is woken.

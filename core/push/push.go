@@ -117,6 +117,11 @@ type Options struct {
 	Divert func() bool
 	// BundleFailed, when set, is told that a bundle did not reach the database (outage).
 	BundleFailed func()
+	// Activity, when set, hears of every push request (Push, a committed transaction, a
+	// streams sink), once per queue it pushed to, with the messages it stored there
+	// (queued or buffered); a transaction also counts one on each of those queues (the
+	// metrics history, core/history).
+	Activity ports.Activity
 }
 
 // Service runs pushes through a fusion batcher.
@@ -240,6 +245,9 @@ func (s *Service) Push(ctx context.Context, tenant, producerSub string, items []
 		if l := slots[i].leader; l != i {
 			follow(&results[i], &results[l])
 		}
+	}
+	if s.opts.Activity != nil {
+		s.countPushed(tenant, results, slots)
 	}
 	return results
 }

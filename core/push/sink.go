@@ -174,6 +174,9 @@ func (b *Sink) Settle(pushed []ports.SegmentResult) []Result {
 			b.results[i] = first
 		}
 	}
+	if b.svc.opts.Activity != nil {
+		b.svc.countPushed(b.tenant, b.results, nil)
+	}
 	return b.results
 }
 

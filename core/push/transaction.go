@@ -65,6 +65,9 @@ func (s *Service) Transaction(ctx context.Context, tenant, producerSub string, o
 		}
 		out, _, err = s.transaction(ctx, tenant, producerSub, ops, hint)
 	}
+	if err == nil && s.opts.Activity != nil {
+		s.countTransaction(tenant, out)
+	}
 	return out, err
 }
 
