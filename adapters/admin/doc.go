@@ -4,7 +4,10 @@
 // (ports.ResourceStore: plain reads, a fixed number of statements per call whatever the
 // number of queues), consumer groups (ports.GroupStore: listings, deletion, seeks and
 // subscription updates, with the locks core/admin's doc.go lists), messages and dead
-// letters (ports.MessageStore) and traces (ports.TraceStore). The hot path (push, pop, ack) stays in adapters/postgres on
+// letters (ports.MessageStore), traces (ports.TraceStore), and the analytics' reads of
+// the metrics history and of PostgreSQL's statistics views (ports.MetricsReader,
+// analytics*.go: one statement per read, no lock, pg_buffercache read only where it is
+// installed, never created). The hot path (push, pop, ack) stays in adapters/postgres on
 // pgx; this package is the only one that imports bun, and it never imports pgx: it is
 // handed a *sql.DB (adapters/postgres Store.DB) built on the same pool.
 //
