@@ -128,13 +128,16 @@ func (r *Recorder) collect(minute time.Time) ports.MetricsFlush {
 		k, c := key.(queueKey), v.(*counters)
 		qc, parked := c.swap()
 		qc.ParkedMax = c.parkedIncrease(minute, parked)
-		if qc == (ports.Counters{}) && parked == 0 {
+		if parked == 0 && qc == (ports.Counters{}) {
 			if c.idle++; c.idle >= evictAfter {
 				idle = append(idle, k)
 			}
 			return true
 		}
 		c.idle = 0
+		if qc == (ports.Counters{}) {
+			return true // polls still parked, none more than already written: nothing to add
+		}
 		f.Queues = append(f.Queues, ports.QueueMinute{Minute: minute, Tenant: k.tenant, Queue: k.queue, Counters: qc})
 		total.Add(qc)
 		return true

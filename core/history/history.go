@@ -13,8 +13,7 @@ import (
 	"github.com/queen-go/queen/ports"
 )
 
-// The defaults of Options. METRICS_FLUSH_MS defaults to DefaultFlush (config's tests
-// check it).
+// The defaults of Options. METRICS_FLUSH_MS's default (config) is DefaultFlush.
 const (
 	DefaultFlush        = time.Minute      // METRICS_FLUSH_MS
 	DefaultMaxPending   = 60               // unwritten flushes kept across an outage
