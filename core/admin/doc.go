@@ -1,5 +1,5 @@
 // Package admin is the operators' use case: what the admin API reads and changes besides
-// a queue's configuration (core/queues). Four services, one per area of docs/api.md:
+// a queue's configuration (core/queues). Five services, one per area of docs/api.md:
 //
 //   - Resources (§5.7, §5.11): queues, partitions, namespaces and tasks with their
 //     depths, and the status routes. Counts are watermark arithmetic over partition and
@@ -11,6 +11,8 @@
 //   - Messages (§5.8): browsing messages inside their compressed segments, one message
 //     with its status per group, dead letters (list, delete, retry, replay).
 //   - Traces (§5.10): trace events recorded for messages, read by message and by name.
+//   - Analytics (§5.11a): the metrics history per bucket (ranges, bucket widths, rates,
+//     zero-filled series; see Analytics) and PostgreSQL's statistics, read only.
 //
 // Each service works through a small port of its own (ports/admin_*.go); adapters/admin
 // implements them with bun.
