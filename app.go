@@ -14,6 +14,7 @@ import (
 	"github.com/queen-go/queen/core/consume"
 	"github.com/queen-go/queen/core/drain"
 	"github.com/queen-go/queen/core/fusion"
+	"github.com/queen-go/queen/core/history"
 	"github.com/queen-go/queen/core/hotlist"
 	"github.com/queen-go/queen/core/maintenance"
 	"github.com/queen-go/queen/core/peers"
@@ -37,6 +38,7 @@ type App struct {
 	hot     *hotlist.List
 	mesh    *peers.Mesh
 	ret     *retention.Job
+	history *history.Recorder
 	keys    *jwks.Client // the JWKS of token verification; nil without JWT_JWKS_URL
 	ready   *readiness.Check
 	http    *http.Server
@@ -47,17 +49,18 @@ type App struct {
 
 // NewApp assembles the broker from its components.
 func NewApp(cfg config.Config, log *slog.Logger, flags *maintenance.Flags, b *fusion.Batcher, sp *spool.Spool,
-	d *drain.Drainer, hot *hotlist.List, mesh *peers.Mesh, ret *retention.Job, keys *jwks.Client, ready *readiness.Check,
-	srv *http.Server, c *consume.Service) *App {
+	d *drain.Drainer, hot *hotlist.List, mesh *peers.Mesh, ret *retention.Job, rec *history.Recorder, keys *jwks.Client,
+	ready *readiness.Check, srv *http.Server, c *consume.Service) *App {
 	return &App{cfg: cfg, log: log, flags: flags, consume: c, batcher: b, spool: sp, drainer: d, hot: hot, mesh: mesh,
-		ret: ret, keys: keys, ready: ready, http: srv, failed: make(chan error, 1)}
+		ret: ret, history: rec, keys: keys, ready: ready, http: srv, failed: make(chan error, 1)}
 }
 
 // Logger is the broker's logger.
 func (a *App) Logger() *slog.Logger { return a.log }
 
 // Start reads the maintenance flags, starts push fusion, the spool's writer and its
-// drain, the hot-list, the peer hints and the retention cycle, then listens on QUEEN_BIND_ADDR:PORT (PORT 0: a free port, see Addr) and serves
+// drain, the hot-list, the peer hints, the retention cycle and the metrics history's
+// flushes, then listens on QUEEN_BIND_ADDR:PORT (PORT 0: a free port, see Addr) and serves
 // HTTP. On a listen error everything started is stopped again.
 func (a *App) Start(ctx context.Context) error {
 	a.flags.Start(ctx)
@@ -67,6 +70,8 @@ func (a *App) Start(ctx context.Context) error {
 	a.hot.Start()
 	a.mesh.Start()
 	a.ret.Start()
+	// The metrics history flushes until Stop, not until the start-up deadline.
+	a.history.Start(context.WithoutCancel(ctx))
 	if a.keys != nil {
 		// Before listening: the first requests find the key set fetched (or its failure
 		// logged).
@@ -136,6 +141,7 @@ func (a *App) stopComponents(ctx context.Context) error {
 	if err := a.batcher.Stop(fctx); err != nil {
 		errs = append(errs, err)
 	}
+	a.history.Stop() // after fusion: its final flush counts the last commits
 	if err := a.spool.Close(); err != nil && !errors.Is(err, spool.ErrClosed) {
 		errs = append(errs, err)
 	}

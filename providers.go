@@ -22,6 +22,7 @@ import (
 	"github.com/queen-go/queen/core/encryption"
 	"github.com/queen-go/queen/core/envelope"
 	"github.com/queen-go/queen/core/fusion"
+	"github.com/queen-go/queen/core/history"
 	"github.com/queen-go/queen/core/hotlist"
 	"github.com/queen-go/queen/core/loglimit"
 	"github.com/queen-go/queen/core/maintenance"
@@ -35,6 +36,7 @@ import (
 	"github.com/queen-go/queen/core/spool"
 	"github.com/queen-go/queen/core/streams"
 	"github.com/queen-go/queen/core/vegas"
+	"github.com/queen-go/queen/ports"
 )
 
 // Version is reported by /health.
@@ -71,6 +73,8 @@ var ProviderSet = wire.NewSet(
 	ProvideTraces,
 	ProvideStreams,
 	ProvideRetention,
+	ProvideHistory,
+	ProvideActivity,
 	ProvideKeySet,
 	ProvideVerifier,
 	ProvideReadiness,
@@ -219,9 +223,9 @@ func ProvideEncryption(sealer *envelope.Sealer, store *postgres.Store, changes *
 // ProvidePushService builds the push use case: pushes through fusion, transactions on
 // the store, the spool behind the gate, payloads prepared by the encryption policy.
 func ProvidePushService(b *fusion.Batcher, enc *encryption.Policy, store *postgres.Store, codec *segment.Codec,
-	commits *notify.Commits, sp *spool.Spool, gate *drain.Gate, c *consume.Service, log *slog.Logger) *push.Service {
+	commits *notify.Commits, sp *spool.Spool, gate *drain.Gate, c *consume.Service, act ports.Activity, log *slog.Logger) *push.Service {
 	return push.New(b, push.Options{
-		Encryption: enc, Logger: log,
+		Encryption: enc, Logger: log, Activity: act,
 		Transactions: store, Codec: codec, Commits: commits, AcksApplied: c.Applied,
 		Spool: sp, Divert: gate.Divert, BundleFailed: gate.BundleFailed,
 	})
@@ -261,9 +265,9 @@ func ProvidePeers(store *postgres.Store, hot *hotlist.List, commits *notify.Comm
 // ProvideConsumeService builds the pop/ack use case; pops claim nothing during pop
 // maintenance.
 func ProvideConsumeService(store *postgres.Store, codec *segment.Codec, sealer *envelope.Sealer, waker *consume.Waker,
-	hot *hotlist.List, commits *notify.Commits, m *maintenance.Flags, cfg config.Config, log *slog.Logger) *consume.Service {
+	hot *hotlist.List, commits *notify.Commits, m *maintenance.Flags, act ports.Activity, cfg config.Config, log *slog.Logger) *consume.Service {
 	return consume.New(store, codec, consume.Options{
-		Sealer: sealer, Waker: waker, Hot: hot, Commits: commits, Paused: m.Pop,
+		Sealer: sealer, Waker: waker, Hot: hot, Commits: commits, Paused: m.Pop, Activity: act,
 		DefaultTimeout: cfg.PopTimeout, DefaultSubscription: cfg.SubscriptionMode,
 		PollInitial: cfg.PollInitial, PollThreshold: cfg.PollThreshold,
 		PollMultiplier: cfg.PollMultiplier, PollMax: cfg.PollMax, Logger: log,
@@ -280,7 +284,7 @@ func ProvideReadiness(store *postgres.Store, d *drain.Drainer) *readiness.Check 
 func ProvideHandler(p *push.Service, c *consume.Service, m *maintenance.Flags, qs *queues.Service, d *drain.Drainer,
 	store *postgres.Store, b *fusion.Batcher, limiter *vegas.Limiter, hot *hotlist.List, mesh *peers.Mesh,
 	waker *consume.Waker, resources *adminapi.Resources, groups *adminapi.Groups, messages *adminapi.Messages,
-	traces *adminapi.Traces, st *streams.Service, ret *retention.Job, verifier *auth.Verifier, ready *readiness.Check, cfg config.Config,
+	traces *adminapi.Traces, st *streams.Service, ret *retention.Job, rec *history.Recorder, verifier *auth.Verifier, ready *readiness.Check, cfg config.Config,
 	log *slog.Logger) http.Handler {
 	requests := metrics.NewRequests()
 	prom := metrics.Handler(metrics.Sources{
@@ -293,7 +297,7 @@ func ProvideHandler(p *push.Service, c *consume.Service, m *maintenance.Flags, q
 		Resources: resources, Groups: groups, Messages: messages, Traces: traces, Streams: st},
 		httpapi.Options{MaxBodyBytes: cfg.MaxBodyBytes, MaxPushItems: cfg.MaxPushItems, Version: Version, Logger: log, Prometheus: prom,
 			PoolStats: store.PoolStats, Auth: verifier, SkipPaths: cfg.JWTSkipPaths, AccessLog: cfg.AccessLog,
-			Observers: []httpapi.Observer{requests}, Ready: ready.Ready, OpenAPI: OpenAPI()})
+			Observers: []httpapi.Observer{requests, rec}, Ready: ready.Ready, OpenAPI: OpenAPI()})
 }
 
 // ProvideHTTPServer builds the HTTP server (App.Start listens, App.Stop shuts it down).

@@ -13,6 +13,7 @@ import (
 	"github.com/queen-go/queen/core/drain"
 	"github.com/queen-go/queen/core/encryption"
 	"github.com/queen-go/queen/core/fusion"
+	"github.com/queen-go/queen/core/history"
 	"github.com/queen-go/queen/core/hotlist"
 	"github.com/queen-go/queen/core/maintenance"
 	"github.com/queen-go/queen/core/retention"
@@ -56,6 +57,7 @@ func TestDefaultsAgreeWithCore(t *testing.T) {
 		{"FILE_BUFFER_EVENTS_PER_FILE", c.SpoolPerFile, spool.DefaultEventsPerFile},
 		{"QUEEN_MAINTENANCE_REFRESH_MS", c.MaintenanceRefresh, maintenance.DefaultRefresh},
 		{"RETENTION_INTERVAL", c.RetentionInterval, retention.DefaultInterval},
+		{"METRICS_FLUSH_MS", c.MetricsFlush, history.DefaultFlush},
 		{"RETENTION_BATCH_SIZE", c.RetentionBatch, retention.DefaultBatchSize},
 		{"RETENTION_PARALLELISM", c.RetentionParallel, retention.DefaultParallelism},
 		{"METRICS_RETENTION_DAYS", c.MetricsRetentionPeriod(), retention.DefaultMetricsRetention},

@@ -14,9 +14,10 @@ import (
 const evictAfter = 5
 
 // Start begins sampling and flushing every Options.Flush, at wall-clock multiples of it,
-// until Stop or the end of ctx (both write a final flush).
+// until Stop or the end of ctx (both write a final flush). With Options.Off it starts
+// nothing.
 func (r *Recorder) Start(ctx context.Context) {
-	if r.stop != nil {
+	if r.stop != nil || r.opts.Off {
 		return
 	}
 	r.stop, r.done = make(chan struct{}), make(chan struct{})

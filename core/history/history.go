@@ -23,6 +23,9 @@ const (
 
 // Options tunes a Recorder; zero values take the defaults in brackets.
 type Options struct {
+	// Off turns the history off (METRICS_FLUSH_MS=0): Activity is nil, so nothing is
+	// counted, and Start writes nothing.
+	Off          bool
 	Flush        time.Duration // [1 min] METRICS_FLUSH_MS
 	MaxPending   int           // [60] unwritten flushes kept; past it the oldest is dropped
 	Sample       time.Duration // [5 s] how often the process figures are sampled
@@ -129,6 +132,15 @@ func New(w ports.MetricsWriter, opts Options) *Recorder {
 // Instance is the id of this process's flushes.
 func (r *Recorder) Instance() string { return r.instance }
 
+// Activity is what the push, pop, ack and retention paths report to: r, or nil when
+// the history is off (Options.Off), so that they skip counting altogether.
+func (r *Recorder) Activity() ports.Activity {
+	if r.opts.Off {
+		return nil
+	}
+	return r
+}
+
 // entry returns the counters of (tenant, queue), created on first use. The caller adds
 // to them and then calls settle.
 func (r *Recorder) entry(tenant, queue string) *counters {
@@ -221,7 +233,12 @@ func (r *Recorder) Request(latency time.Duration) {
 }
 
 // Observe is Request in the shape of an HTTP observer (adapters/httpapi.Observer).
-func (r *Recorder) Observe(_, _ string, _ int, d time.Duration, _ int64) { r.Request(d) }
+// Nothing is counted when the history is off.
+func (r *Recorder) Observe(_, _ string, _ int, d time.Duration, _ int64) {
+	if !r.opts.Off {
+		r.Request(d)
+	}
+}
 
 // DBError counts one database statement that failed.
 func (r *Recorder) DBError() { r.dbErrors.Add(1) }
