@@ -8,7 +8,7 @@ STATICCHECK := $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 QUEEN_BENCH_SECONDS ?= 10
 export QUEEN_BENCH_SECONDS
 
-.PHONY: all build lambda run test check wire-check bench bench-consume bench-ack bench-restart bench-pipeline bench-pinned bench-allocator bench-rtt bench-hotlist bench-admin bench-retention faults soak generate vet clean
+.PHONY: all build lambda run test check wire-check bench bench-consume bench-ack bench-restart bench-pipeline bench-pinned bench-allocator bench-rtt bench-hotlist bench-admin bench-retention bench-history faults soak generate vet clean
 
 all: build
 
@@ -50,6 +50,12 @@ wire-check:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./core/...
 	$(GO) test -run '^$$' -bench PushFusion -benchtime 1x -timeout 30m ./bench/broker
+
+# The metrics history's costs (docs/benchmarks.md): counting on the push path (on/off),
+# a dashboard polling every 5 s, one flush of 1,000 queues.
+bench-history:
+	$(GO) test -run '^$$' -bench 'PushHistoryCost|PushWithDashboard' -benchtime 1x -timeout 30m ./bench/broker
+	$(GO) test -run '^$$' -bench 'MetricsFlush' -benchtime 20x ./adapters/postgres
 
 # The consume path: pop+ack throughput over a prefilled queue, and push-to-pop latency
 # under a paced producer (docs/benchmarks.md).

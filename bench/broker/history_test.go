@@ -1,0 +1,157 @@
+package broker
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// BenchmarkPushHistoryCost: what the metrics history's counting costs the push path.
+// Two brokers on one database push alternately, one with the history on
+// (METRICS_FLUSH_MS at its default, 60 s) and one with it off (0), 64 single-message
+// clients over 1,000 partitions as BenchmarkPushFusion, in QUEEN_BENCH_ROUNDS rounds of
+// QUEEN_BENCH_SECONDS per side, the order swapped every round so that neither side
+// always follows the other. The target is at most 1 % of the broker's CPU: on/off of
+// msgs/s at least 0.99, of CPU per message at most 1.01, beyond this machine's noise.
+// Run with -benchtime 1x (make bench-history).
+func BenchmarkPushHistoryCost(b *testing.B) {
+	d, rounds := benchDuration(), benchRounds()
+	for b.Loop() {
+		on := startBroker(b, map[string]string{"DB_POOL_SIZE": "40", "QUEEN_SERVER_ID": "history-on"})
+		off := startBrokerOn(b, on.DB, map[string]string{"DB_POOL_SIZE": "40", "METRICS_FLUSH_MS": "0",
+			"QUEEN_SERVER_ID": "history-off"})
+		lon := newFusionLoad(b, on.URL, 64, 1, "bench-history-on")
+		loff := newFusionLoad(b, off.URL, 64, 1, "bench-history-off")
+		lon.run(-1, 3*time.Second) // warm-up: partitions created, caches filled
+		loff.run(-1, 3*time.Second)
+		var with, without loadResult
+		for r := range rounds {
+			first, second := lon, loff
+			if r%2 == 1 {
+				first, second = loff, lon
+			}
+			a := first.run(r, d)
+			pause(500 * time.Millisecond)
+			c := second.run(r, d)
+			pause(500 * time.Millisecond)
+			w, wo := a, c
+			if r%2 == 1 {
+				w, wo = c, a
+			}
+			wm, _ := w.cpuPerMsg()
+			wom, _ := wo.cpuPerMsg()
+			b.Logf("round %d: history on %.0f msgs/s (%.1f µs CPU/msg), off %.0f msgs/s (%.1f µs CPU/msg): on/off %.3f",
+				r, w.rate(), wm, wo.rate(), wom, w.rate()/wo.rate())
+			with, without = with.plus(w), without.plus(wo)
+		}
+		wm, _ := with.cpuPerMsg()
+		wom, _ := without.cpuPerMsg()
+		b.ReportMetric(with.rate()/without.rate(), "on/off-msgs/s")
+		b.ReportMetric(wm/wom, "on/off-cpu/msg")
+		b.ReportMetric(with.rate(), "on-msgs/s")
+		b.ReportMetric(without.rate(), "off-msgs/s")
+		if with.errors > 0 || without.errors > 0 {
+			b.Errorf("errors: on %d, off %d", with.errors, without.errors)
+		}
+	}
+}
+
+// dashboardPolls are what the dashboard's overview asks every 5 s while it is open: its
+// fragment (which reads the analytics and the listings) and the JSON routes Queen's own
+// dashboard polls.
+var dashboardPolls = []string{
+	"/ui/fragments/overview?range=1h",
+	"/api/v1/status",
+	"/api/v1/resources/overview",
+	"/api/v1/analytics/queue-ops",
+	"/api/v1/analytics/system-metrics",
+}
+
+// BenchmarkPushWithDashboard: push throughput (64 single-message clients over 1,000
+// partitions) with a dashboard open, polling dashboardPolls every 5 s, against the same
+// without it, alternating in QUEEN_BENCH_ROUNDS rounds of QUEEN_BENCH_SECONDS (at least
+// 10 s, two polls) per side on one broker whose history holds a day of 200 queues. The
+// target is at most 5 % of the push rate. Run with -benchtime 1x (make bench-history).
+func BenchmarkPushWithDashboard(b *testing.B) {
+	d := max(benchDuration(), 10*time.Second)
+	rounds := benchRounds()
+	for b.Loop() {
+		br := startBroker(b, map[string]string{"QUEEN_ADMIN_SHARE_MS": "1000", "METRICS_FLUSH_MS": "1000"})
+		historyFill(b, br.DB, 200, 24*60)
+		f := newFusionLoad(b, br.URL, 64, 1, "bench-dashboard-push")
+		f.run(-1, 3*time.Second)
+		var with, without loadResult
+		var polls, failed atomic.Int64
+		for r := range rounds {
+			without = without.plus(f.run(2*r, d))
+			ctx, cancel := context.WithCancel(context.Background())
+			var wg sync.WaitGroup
+			wg.Go(func() { dashboardPoll(ctx, br.URL, &polls, &failed) })
+			with = with.plus(f.run(2*r+1, d))
+			cancel()
+			wg.Wait()
+			b.Logf("round %d: with the dashboard %.0f msgs/s so far, without %.0f", r, with.rate(), without.rate())
+		}
+		b.Logf("push with a dashboard polling every 5 s: %.0f msgs/s; without: %.0f msgs/s: %.3fx (%d polls, %d failed)",
+			with.rate(), without.rate(), with.rate()/without.rate(), polls.Load(), failed.Load())
+		b.ReportMetric(with.rate()/without.rate(), "with/without")
+		if failed.Load() > 0 {
+			b.Errorf("%d dashboard polls failed", failed.Load())
+		}
+	}
+}
+
+// dashboardPoll GETs dashboardPolls at once and then every 5 s until ctx ends.
+func dashboardPoll(ctx context.Context, url string, n, failed *atomic.Int64) {
+	c := newRawClient(url)
+	defer c.close()
+	t := time.NewTicker(5 * time.Second)
+	defer t.Stop()
+	for {
+		for _, p := range dashboardPolls {
+			code, _, err := c.do(http.MethodGet, p, nil)
+			if err != nil || code != http.StatusOK {
+				failed.Add(1)
+			}
+			n.Add(1)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// historyFill writes minutes minutes of metrics history, up to now, for queues queues
+// and two brokers straight into the tables, as a day of a busy deployment leaves them.
+func historyFill(b *testing.B, db string, queues, minutes int) {
+	b.Helper()
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, db)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer pool.Close()
+	if _, err := pool.Exec(ctx, `
+		INSERT INTO queen.metrics_queue_minutes (minute, tenant_id, queue_name, push_requests, push_messages,
+			pop_requests, pop_messages, ack_requests, ack_success, lag_count, lag_sum_ms, lag_max_ms)
+		SELECT date_trunc('minute', now()) - m * interval '1 minute', '00000000-0000-0000-0000-000000000001',
+			'hist-' || lpad(q::text, 4, '0'), 60, 600, 60, 600, 60, 600, 600, 6000, 90
+		FROM generate_series(1, $1::int) m, generate_series(1, $2::int) q`, minutes, queues); err != nil {
+		b.Fatalf("fill queue minutes: %v", err)
+	}
+	if _, err := pool.Exec(ctx, `
+		INSERT INTO queen.metrics_broker_minutes (minute, broker, hostname, push_requests, push_messages,
+			requests, latency_sum_us, cpu_user_us, cpu_sys_us, samples, rss_sum, rss_min, rss_max, rss_last)
+		SELECT date_trunc('minute', now()) - m * interval '1 minute', 'fill-' || br, 'fill-' || br,
+			6000, 60000, 6000, 600000, 3e7, 1e7, 12, 12 * 5e7, 5e7, 5e7, 5e7
+		FROM generate_series(1, $1::int) m, generate_series(1, 2) br`, minutes); err != nil {
+		b.Fatalf("fill broker minutes: %v", err)
+	}
+}
