@@ -85,6 +85,9 @@ type Services struct {
 	Groups    *admin.Groups
 	Messages  *admin.Messages
 	Traces    *admin.Traces
+	// Analytics enables the metrics history's routes (docs/api.md §5.11a) and the
+	// history parts of GET /api/v1/status and GET /api/v1/resources/overview.
+	Analytics *admin.Analytics
 	// Streams enables /streams/v1/* (docs/streams.md).
 	Streams *streams.Service
 }
@@ -155,6 +158,9 @@ func (a *api) routes() *mux.Router {
 	}
 	if svc.Traces != nil {
 		a.tracesRoutes(r)
+	}
+	if svc.Analytics != nil {
+		a.analyticsRoutes(r)
 	}
 	if svc.Streams != nil {
 		a.streamsRoutes(r)

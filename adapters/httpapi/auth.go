@@ -95,6 +95,14 @@ var routeLevels = map[string]auth.Level{
 	"GET /api/v1/traces/names":                              auth.ReadOnly,
 	"GET /api/v1/traces/by-name/{traceName:.+}":             auth.ReadOnly,
 	"GET /api/v1/traces/{partitionId}/{transactionId:.+}":   auth.ReadOnly,
+	"GET /api/v1/status/analytics":                          auth.ReadOnly,
+	"GET /api/v1/analytics/queue-ops":                       auth.ReadOnly,
+	"GET /api/v1/analytics/queue-lag":                       auth.ReadOnly,
+	"GET /api/v1/analytics/queue-parked-replicas":           auth.ReadOnly,
+	"GET /api/v1/analytics/retention":                       auth.ReadOnly,
+	"GET /api/v1/analytics/system-metrics":                  auth.ReadOnly,
+	"GET /api/v1/analytics/worker-metrics":                  auth.ReadOnly,
+	"GET /api/v1/analytics/postgres-stats":                  auth.ReadOnly,
 }
 
 // unmatchedLevel is the level of a request no route takes (answered 404 or 405): docs/api.md's

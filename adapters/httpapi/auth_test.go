@@ -34,7 +34,8 @@ func registeredRoutes(t *testing.T) []string {
 	t.Helper()
 	a := newAPI(Services{DB: pinger{}, Consume: &consume.Service{}, Queues: &queues.Service{}, Maintenance: &maintenance.Flags{},
 		Resources: &admin.Resources{}, Groups: &admin.Groups{}, Messages: &admin.Messages{}, Traces: &admin.Traces{},
-		Streams: &streams.Service{}},
+		Analytics: &admin.Analytics{},
+		Streams:   &streams.Service{}},
 		Options{Prometheus: http.NotFoundHandler(), OpenAPI: []byte("openapi: 3.1.0\n")})
 	var out []string
 	var walk func(r *mux.Router)

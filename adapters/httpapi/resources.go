@@ -345,7 +345,8 @@ func (a *api) handleStatsRefresh(w http.ResponseWriter, r *http.Request) {
 // resOverview is our answer to GET /api/v1/resources/overview (Queen answers its
 // get_system_overview_v3, which docs/api.md does not detail): the tenant's queues,
 // partitions, namespaces, tasks and named consumer groups, its message counts, and the
-// same per namespace. statsAge is 0: everything is computed at the request.
+// same per namespace; with the metrics history, the recent throughput and the groups'
+// lag. statsAge is 0: everything is computed at the request.
 type resOverview struct {
 	Queues         int64          `json:"queues"`
 	Partitions     int64          `json:"partitions"`
@@ -354,8 +355,32 @@ type resOverview struct {
 	ConsumerGroups int64          `json:"consumerGroups"`
 	Messages       resStats       `json:"messages"`
 	ByNamespace    []resNamespace `json:"byNamespace"`
+	Throughput     *resThroughput `json:"throughput,omitempty"`
+	Lag            *resLag        `json:"lag,omitempty"`
 	Timestamp      string         `json:"timestamp"`
 	StatsAge       int            `json:"statsAge"`
+}
+
+// resThroughput is the messages pushed and acknowledged per second over the last five
+// whole minutes.
+type resThroughput struct {
+	IngestedPerSecond  float64 `json:"ingestedPerSecond"`
+	ProcessedPerSecond float64 `json:"processedPerSecond"`
+}
+
+type resLagFigures struct {
+	Avg    float64 `json:"avg"`
+	Median float64 `json:"median"`
+	Max    float64 `json:"max"`
+}
+
+// resLag is how far behind the consumer groups are, over every (group, partition) of
+// the tenant's queues: time in seconds (the oldest unconsumed message's age, 0 when
+// none waits), offset in messages.
+type resLag struct {
+	Time      resLagFigures `json:"time"`
+	Offset    resLagFigures `json:"offset"`
+	Positions int64         `json:"positions"` // (group, partition) pairs counted
 }
 
 // handleResOverview is GET /api/v1/resources/overview.
@@ -365,7 +390,19 @@ func (a *api) handleResOverview(w http.ResponseWriter, r *http.Request) {
 		writeError(w, a.opts.Logger, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, resOverview{Queues: o.Queues, Partitions: o.Partitions, Namespaces: o.Namespaces,
+	out := resOverview{Queues: o.Queues, Partitions: o.Partitions, Namespaces: o.Namespaces,
 		Tasks: o.Tasks, ConsumerGroups: o.ConsumerGroups, Messages: resStatsOf(o.Messages),
-		ByNamespace: resNamespaces(o.ByNamespace), Timestamp: resTime(o.At)})
+		ByNamespace: resNamespaces(o.ByNamespace), Timestamp: resTime(o.At)}
+	if a.Analytics != nil {
+		h, err := a.Analytics.Overview(r.Context(), a.opts.Tenant)
+		if err != nil {
+			writeError(w, a.opts.Logger, err)
+			return
+		}
+		l := h.Lag
+		out.Throughput = &resThroughput{IngestedPerSecond: h.IngestedPerSecond, ProcessedPerSecond: h.ProcessedPerSecond}
+		out.Lag = &resLag{Time: resLagFigures{Avg: l.TimeAvg, Median: l.TimeMedian, Max: l.TimeMax},
+			Offset: resLagFigures{Avg: l.OffsetAvg, Median: l.OffsetMedian, Max: l.OffsetMax}, Positions: l.Positions}
+	}
+	writeJSON(w, http.StatusOK, out)
 }

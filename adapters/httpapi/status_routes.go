@@ -65,29 +65,77 @@ type statusLeases struct {
 	Active               int64 `json:"active"`
 	PartitionsWithLeases int64 `json:"partitionsWithLeases"`
 	TotalBatchSize       int64 `json:"totalBatchSize"`
+	TotalAcked           int64 `json:"totalAcked"` // always 0: a lease keeps no count of its acks (Queen's is 0 too)
 }
 
+type statusError struct {
+	Error string `json:"error"` // "unknown" for dead letters recorded without one
+	Count int64  `json:"count"`
+}
+
+// statusDeadLetters are the dead letters now: totalMessages and currentMessages are the
+// same count (Queen's totalMessages is a lifetime counter).
 type statusDeadLetters struct {
-	CurrentMessages    int64 `json:"currentMessages"`
-	AffectedPartitions int64 `json:"affectedPartitions"`
+	TotalMessages      int64          `json:"totalMessages"`
+	CurrentMessages    int64          `json:"currentMessages"`
+	AffectedPartitions int64          `json:"affectedPartitions"`
+	TopErrors          *[]statusError `json:"topErrors,omitempty"` // with the history: the most frequent texts
+}
+
+type statusRequests struct {
+	Push int64 `json:"push"`
+	Pop  int64 `json:"pop"`
+	Ack  int64 `json:"ack"`
+}
+
+type statusBatch struct {
+	Push float64 `json:"push"`
+	Pop  float64 `json:"pop"`
+	Ack  float64 `json:"ack"`
+}
+
+// statusMessageTotals are the current counts, with the history's requests over the range
+// and their messages per request.
+type statusMessageTotals struct {
+	resStats
+	Requests        *statusRequests `json:"requests,omitempty"`
+	BatchEfficiency *statusBatch    `json:"batchEfficiency,omitempty"`
+}
+
+type statusErrors struct {
+	DBErrors    int64 `json:"dbErrors"`
+	AckFailed   int64 `json:"ackFailed"`
+	DLQMessages int64 `json:"dlqMessages"` // moved to the dead letters in the range
+}
+
+// statusHistory is the part of GET /api/v1/status read from the metrics history (when
+// the broker has it): the range's throughput, newest bucket first, the brokers of the
+// last minutes and the range's errors.
+type statusHistory struct {
+	BucketMinutes int          `json:"bucketMinutes"`
+	PointCount    int          `json:"pointCount"`
+	ByQueues      bool         `json:"byQueues"` // the counters are the selected queues', not every queue's
+	Throughput    []anaPoint   `json:"throughput"`
+	Workers       []anaWorker  `json:"workers"`
+	Errors        statusErrors `json:"errors"`
 }
 
 // statusResponse is our answer to GET /api/v1/status (Queen passes its get_status_v3
-// through): the current state of the queues selected by queue, namespace and task. The
-// time range is echoed; no throughput series, request counters or worker table, which
-// this broker does not keep.
+// through): the current state of the queues selected by queue, namespace and task and,
+// with the metrics history, the range's throughput, brokers and errors.
 type statusResponse struct {
 	TimeRange       statusTimeRange     `json:"timeRange"`
 	Queues          []statusActiveQueue `json:"queues"` // the first 100, by name
 	QueueCount      int64               `json:"queueCount"`
 	PartitionCount  int64               `json:"partitionCount"`
-	Messages        resStats            `json:"messages"`
+	Messages        statusMessageTotals `json:"messages"`
 	Leases          statusLeases        `json:"leases"`
 	DeadLetterQueue statusDeadLetters   `json:"deadLetterQueue"`
 	StatsAge        int                 `json:"statsAge"` // 0: computed at the request
+	*statusHistory
 }
 
-// handleStatus is GET /api/v1/status (docs/api.md §5.11).
+// handleStatus is GET /api/v1/status (docs/api.md §5.11, §5.11a).
 func (a *api) handleStatus(w http.ResponseWriter, r *http.Request) {
 	sq, err := statusQuery(r.URL.Query())
 	if err != nil {
@@ -101,16 +149,41 @@ func (a *api) handleStatus(w http.ResponseWriter, r *http.Request) {
 	}
 	out := statusResponse{TimeRange: statusTimeRange{From: resTime(st.From), To: resTime(st.To)},
 		Queues: make([]statusActiveQueue, len(st.Queues.Queues)), QueueCount: st.QueueCount,
-		PartitionCount: st.Partitions, Messages: resStatsOf(st.Messages),
+		PartitionCount: st.Partitions, Messages: statusMessageTotals{resStats: resStatsOf(st.Messages)},
 		Leases: statusLeases{Active: st.Leases.Active, PartitionsWithLeases: st.Leases.Partitions,
 			TotalBatchSize: st.Leases.Messages},
-		DeadLetterQueue: statusDeadLetters{CurrentMessages: st.DeadLetters.Current,
+		DeadLetterQueue: statusDeadLetters{TotalMessages: st.DeadLetters.Current, CurrentMessages: st.DeadLetters.Current,
 			AffectedPartitions: st.DeadLetters.Partitions}}
 	for i, q := range st.Queues.Queues {
 		out.Queues[i] = statusActiveQueue{ID: q.ID, Name: q.Name, Namespace: q.Namespace, Task: q.Task,
 			Partitions: q.Partitions, TotalConsumed: q.Messages.Completed}
 	}
+	if a.Analytics != nil {
+		h, err := a.Analytics.Status(r.Context(), a.opts.Tenant, admin.AnalyticsQuery{From: sq.From, To: sq.To,
+			Queue: sq.Queue, Namespace: sq.Namespace, Task: sq.Task})
+		if err != nil {
+			writeError(w, a.opts.Logger, err)
+			return
+		}
+		out.addHistory(h)
+	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// addHistory adds the history's parts to the answer.
+func (out *statusResponse) addHistory(h admin.StatusHistory) {
+	t := h.Totals
+	out.statusHistory = &statusHistory{BucketMinutes: h.Window.BucketMinutes(), PointCount: len(h.Series),
+		ByQueues: h.ByQueues, Throughput: anaPoints(h.Series), Workers: anaWorkers(h.Workers),
+		Errors: statusErrors{DBErrors: t.DBErrors, AckFailed: t.AckFailed, DLQMessages: t.DLQMoves}}
+	push, pop, ack := t.BatchEfficiency()
+	out.Messages.Requests = &statusRequests{Push: t.PushRequests, Pop: t.PopRequests, Ack: t.AckRequests}
+	out.Messages.BatchEfficiency = &statusBatch{Push: push, Pop: pop, Ack: ack}
+	top := make([]statusError, len(h.TopErrors))
+	for i, e := range h.TopErrors {
+		top[i] = statusError{Error: anaErrorText(e), Count: e.Count}
+	}
+	out.DeadLetterQueue.TopErrors = &top
 }
 
 // statusMessages are a queue's counts in the status listing (docs/api.md §5.11).

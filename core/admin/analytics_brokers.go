@@ -434,3 +434,10 @@ func (a *Analytics) Overview(ctx context.Context, tenant string) (OverviewHistor
 			ProcessedPerSecond: ratio(float64(c.AckSuccess+c.AckFailed), secs), Lag: lag}, nil
 	})
 }
+
+// BatchEfficiency is the messages per request of pushes, pops and acks (0 without a
+// request).
+func (p ActivityPoint) BatchEfficiency() (push, pop, ack float64) {
+	return ratio(float64(p.PushMessages), float64(p.PushRequests)), ratio(float64(p.PopMessages), float64(p.PopRequests)),
+		ratio(float64(p.AckSuccess+p.AckFailed), float64(p.AckRequests))
+}
