@@ -74,15 +74,6 @@ type ParkedBucket struct {
 	Parked           int64
 }
 
-// The jobs of the retention cycle recorded in the history (queen.retention_runs.job);
-// the analytics answer their rows under their own names, any other job under its name
-// in the totals only.
-const (
-	RetentionJobRetention          = "retention"           // messages past their queue's retention
-	RetentionJobCompletedRetention = "completed_retention" // messages every group consumed
-	RetentionJobEviction           = "eviction"            // messages evicted unread (max wait time)
-)
-
 // RetentionKey names what a retention read groups its totals by.
 type RetentionKey int
 

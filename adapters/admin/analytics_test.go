@@ -269,13 +269,13 @@ func TestRetentionRuns(t *testing.T) {
 		f.exec(t, `INSERT INTO queen.retention_runs (ran_at, job, tenant_id, queue_name, rows_removed, bytes_removed)
 		  VALUES ($1, $2, $3, $4, $5, $6)`, at, job, tid, queue, rows, bytes)
 	}
-	run(anaMin(0).Add(10*time.Second), ports.RetentionJobRetention, tenant, "billing.a", 10, 100)
-	run(anaMin(3), ports.RetentionJobRetention, tenant, "ops.b", 5, 50)
-	run(anaMin(3), ports.RetentionJobCompletedRetention, tenant, "billing.a", 2, 20)
-	run(anaMin(6), ports.RetentionJobEviction, tenant, "ops.b", 1, 10)
+	run(anaMin(0).Add(10*time.Second), ports.JobRetention, tenant, "billing.a", 10, 100)
+	run(anaMin(3), ports.JobRetention, tenant, "ops.b", 5, 50)
+	run(anaMin(3), ports.JobCompletedRetention, tenant, "billing.a", 2, 20)
+	run(anaMin(6), ports.JobEviction, tenant, "ops.b", 1, 10)
 	run(anaMin(6), "traces", "", "", 7, 70)                                        // a job of no queue
-	run(anaMin(6), ports.RetentionJobRetention, otherTenant, "billing.a", 1000, 1) // another tenant's
-	run(anaMin(30), ports.RetentionJobRetention, tenant, "billing.a", 1000, 1)     // outside
+	run(anaMin(6), ports.JobRetention, otherTenant, "billing.a", 1000, 1) // another tenant's
+	run(anaMin(30), ports.JobRetention, tenant, "billing.a", 1000, 1)     // outside
 	span := ports.MetricsSpan{From: anaMin(0), To: anaMin(9), Bucket: 5 * time.Minute}
 	row := func(b time.Time, key, job string, runs, rows, bytes int64) ports.RetentionRow {
 		return ports.RetentionRow{Bucket: b, Key: key, Job: job, Runs: runs, Rows: rows, Bytes: bytes}
@@ -288,30 +288,30 @@ func TestRetentionRuns(t *testing.T) {
 		series, grps []ports.RetentionRow
 	}{
 		{"every run", ports.ResourceFilter{}, ports.RetentionNoGroups, []ports.RetentionRow{
-			row(anaMin(0), "", ports.RetentionJobCompletedRetention, 1, 2, 20),
-			row(anaMin(0), "", ports.RetentionJobRetention, 2, 15, 150),
-			row(anaMin(5), "", ports.RetentionJobEviction, 1, 1, 10),
+			row(anaMin(0), "", ports.JobCompletedRetention, 1, 2, 20),
+			row(anaMin(0), "", ports.JobRetention, 2, 15, 150),
+			row(anaMin(5), "", ports.JobEviction, 1, 1, 10),
 			row(anaMin(5), "", "traces", 1, 7, 70),
 		}, []ports.RetentionRow{}},
 		{"one queue, grouped by namespace", ports.ResourceFilter{Queue: "ops.b"}, ports.RetentionByNamespace, []ports.RetentionRow{
-			row(anaMin(0), "", ports.RetentionJobRetention, 1, 5, 50),
-			row(anaMin(5), "", ports.RetentionJobEviction, 1, 1, 10),
+			row(anaMin(0), "", ports.JobRetention, 1, 5, 50),
+			row(anaMin(5), "", ports.JobEviction, 1, 1, 10),
 		}, []ports.RetentionRow{
-			row(time.Time{}, "ops", ports.RetentionJobEviction, 1, 1, 10),
-			row(time.Time{}, "ops", ports.RetentionJobRetention, 1, 5, 50),
+			row(time.Time{}, "ops", ports.JobEviction, 1, 1, 10),
+			row(time.Time{}, "ops", ports.JobRetention, 1, 5, 50),
 		}},
 		{"by queue (runs of no queue left out of the groups)", ports.ResourceFilter{}, ports.RetentionByQueue, nil, []ports.RetentionRow{
-			row(time.Time{}, "billing.a", ports.RetentionJobCompletedRetention, 1, 2, 20),
-			row(time.Time{}, "billing.a", ports.RetentionJobRetention, 1, 10, 100),
-			row(time.Time{}, "ops.b", ports.RetentionJobEviction, 1, 1, 10),
-			row(time.Time{}, "ops.b", ports.RetentionJobRetention, 1, 5, 50),
+			row(time.Time{}, "billing.a", ports.JobCompletedRetention, 1, 2, 20),
+			row(time.Time{}, "billing.a", ports.JobRetention, 1, 10, 100),
+			row(time.Time{}, "ops.b", ports.JobEviction, 1, 1, 10),
+			row(time.Time{}, "ops.b", ports.JobRetention, 1, 5, 50),
 		}},
 		{"by task within a namespace", ports.ResourceFilter{Namespace: "billing"}, ports.RetentionByTask, []ports.RetentionRow{
-			row(anaMin(0), "", ports.RetentionJobCompletedRetention, 1, 2, 20),
-			row(anaMin(0), "", ports.RetentionJobRetention, 1, 10, 100),
+			row(anaMin(0), "", ports.JobCompletedRetention, 1, 2, 20),
+			row(anaMin(0), "", ports.JobRetention, 1, 10, 100),
 		}, []ports.RetentionRow{
-			row(time.Time{}, "a", ports.RetentionJobCompletedRetention, 1, 2, 20),
-			row(time.Time{}, "a", ports.RetentionJobRetention, 1, 10, 100),
+			row(time.Time{}, "a", ports.JobCompletedRetention, 1, 2, 20),
+			row(time.Time{}, "a", ports.JobRetention, 1, 10, 100),
 		}},
 	}
 	for _, tt := range tests {

@@ -223,14 +223,15 @@ type anaRetained struct {
 	RetentionMsgs          int64 `json:"retentionMsgs"`
 	CompletedRetentionMsgs int64 `json:"completedRetentionMsgs"`
 	EvictionMsgs           int64 `json:"evictionMsgs"`
-	TotalMsgs              int64 `json:"totalMsgs"` // rows every job removed
-	BytesRemoved           int64 `json:"bytesRemoved"`
-	EventCount             int64 `json:"eventCount"` // runs recorded
+	TotalMsgs              int64 `json:"totalMsgs"`    // the three above
+	RowsRemoved            int64 `json:"rowsRemoved"`  // by every job (hash rows, dead letters, traces... too)
+	BytesRemoved           int64 `json:"bytesRemoved"` // by every job
+	EventCount             int64 `json:"eventCount"`   // runs recorded
 }
 
 func anaRetainedOf(p admin.RetentionPoint) anaRetained {
 	return anaRetained{RetentionMsgs: p.Retention, CompletedRetentionMsgs: p.Completed, EvictionMsgs: p.Eviction,
-		TotalMsgs: p.Total, BytesRemoved: p.Bytes, EventCount: p.Events}
+		TotalMsgs: p.Total, RowsRemoved: p.Rows, BytesRemoved: p.Bytes, EventCount: p.Events}
 }
 
 type anaRetentionPoint struct {

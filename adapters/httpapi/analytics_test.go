@@ -48,11 +48,11 @@ func (r anaReader) ParkedSeries(_ context.Context, span ports.MetricsSpan, _ str
 }
 
 func (r anaReader) Retention(_ context.Context, _ string, span ports.MetricsSpan, _ ports.ResourceFilter, key ports.RetentionKey) ([]ports.RetentionRow, []ports.RetentionRow, error) {
-	series := []ports.RetentionRow{{Bucket: r.at.Truncate(span.Bucket), Job: ports.RetentionJobRetention, Runs: 1, Rows: 5, Bytes: 50}}
+	series := []ports.RetentionRow{{Bucket: r.at.Truncate(span.Bucket), Job: ports.JobRetention, Runs: 1, Rows: 5, Bytes: 50}}
 	if key == ports.RetentionNoGroups {
 		return series, nil, nil
 	}
-	return series, []ports.RetentionRow{{Key: "q1", Job: ports.RetentionJobRetention, Runs: 1, Rows: 5, Bytes: 50}}, nil
+	return series, []ports.RetentionRow{{Key: "q1", Job: ports.JobRetention, Runs: 1, Rows: 5, Bytes: 50}}, nil
 }
 
 func (r anaReader) DeadLetterErrors(context.Context, string, ports.ResourceFilter, int) ([]ports.DeadLetterError, error) {

@@ -219,23 +219,26 @@ func (w Window) parkedSeries(rows []ports.ParkedBucket, n int) ParkedReport {
 type RetentionPoint struct {
 	Bucket time.Time
 	Key    string
-	// Messages removed by the retention, completed-retention and eviction jobs.
-	Retention, Completed, Eviction int64
-	// Total is the rows every job removed (the message jobs' and the others': dead
-	// letters, traces...), Bytes their size, Events the runs recorded.
-	Total, Bytes, Events int64
+	// Messages removed by the retention, completed-retention and eviction jobs, and
+	// Total their sum.
+	Retention, Completed, Eviction, Total int64
+	// Rows are the rows every job removed (the message jobs' and the others': hash
+	// rows, dead letters, traces, partitions, history), Bytes their stored size, Events
+	// the runs recorded.
+	Rows, Bytes, Events int64
 }
 
 func (p *RetentionPoint) add(r ports.RetentionRow) {
 	switch r.Job {
-	case ports.RetentionJobRetention:
+	case ports.JobRetention:
 		p.Retention += r.Rows
-	case ports.RetentionJobCompletedRetention:
+	case ports.JobCompletedRetention:
 		p.Completed += r.Rows
-	case ports.RetentionJobEviction:
+	case ports.JobEviction:
 		p.Eviction += r.Rows
 	}
-	p.Total += r.Rows
+	p.Total = p.Retention + p.Completed + p.Eviction
+	p.Rows += r.Rows
 	p.Bytes += r.Bytes
 	p.Events += r.Runs
 }
@@ -246,7 +249,7 @@ type RetentionReport struct {
 	GroupBy string           // "" without groups
 	Series  []RetentionPoint // every bucket, oldest first
 	Totals  RetentionPoint
-	Groups  []RetentionPoint // with GroupBy: per key, the most rows removed first, ties by key
+	Groups  []RetentionPoint // with GroupBy: per key, the most messages removed first, ties by key
 }
 
 var retentionKeys = map[string]ports.RetentionKey{"": ports.RetentionNoGroups, "queue": ports.RetentionByQueue,

@@ -350,14 +350,14 @@ func TestAnalyticsRetention(t *testing.T) {
 	t.Parallel()
 	f := &fakeMetrics{
 		retention: []ports.RetentionRow{
-			{Bucket: at("10:29"), Job: ports.RetentionJobRetention, Runs: 2, Rows: 10, Bytes: 100},
-			{Bucket: at("10:29"), Job: ports.RetentionJobEviction, Runs: 1, Rows: 1, Bytes: 10},
+			{Bucket: at("10:29"), Job: ports.JobRetention, Runs: 2, Rows: 10, Bytes: 100},
+			{Bucket: at("10:29"), Job: ports.JobEviction, Runs: 1, Rows: 1, Bytes: 10},
 			{Bucket: at("10:30"), Job: "traces", Runs: 1, Rows: 7, Bytes: 70},
 		},
 		groups: []ports.RetentionRow{
-			{Key: "a", Job: ports.RetentionJobRetention, Runs: 1, Rows: 3},
-			{Key: "b", Job: ports.RetentionJobRetention, Runs: 1, Rows: 7},
-			{Key: "b", Job: ports.RetentionJobCompletedRetention, Runs: 1, Rows: 1},
+			{Key: "a", Job: ports.JobRetention, Runs: 1, Rows: 3},
+			{Key: "b", Job: ports.JobRetention, Runs: 1, Rows: 7},
+			{Key: "b", Job: ports.JobCompletedRetention, Runs: 1, Rows: 1},
 		},
 	}
 	a := newTestAnalytics(f, AnalyticsOptions{})
@@ -368,12 +368,12 @@ func TestAnalyticsRetention(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []RetentionPoint{{Bucket: at("10:28")},
-		{Bucket: at("10:29"), Retention: 10, Eviction: 1, Total: 11, Bytes: 110, Events: 3},
-		{Bucket: at("10:30"), Total: 7, Bytes: 70, Events: 1}}
+		{Bucket: at("10:29"), Retention: 10, Eviction: 1, Total: 11, Rows: 11, Bytes: 110, Events: 3},
+		{Bucket: at("10:30"), Rows: 7, Bytes: 70, Events: 1}} // traces: rows, no messages
 	if !reflect.DeepEqual(r.Series, want) {
 		t.Fatalf("series\n got  %+v\nwant %+v", r.Series, want)
 	}
-	if r.Totals != (RetentionPoint{Retention: 10, Eviction: 1, Total: 18, Bytes: 180, Events: 4}) {
+	if r.Totals != (RetentionPoint{Retention: 10, Eviction: 1, Total: 11, Rows: 18, Bytes: 180, Events: 4}) {
 		t.Fatalf("totals %+v", r.Totals)
 	}
 	if len(r.Groups) != 2 || r.Groups[0].Key != "b" || r.Groups[0].Total != 8 || r.Groups[0].Completed != 1 || r.Groups[1].Key != "a" {
