@@ -12,7 +12,6 @@ import (
 	validator "github.com/pb33f/libopenapi-validator"
 	"github.com/pb33f/libopenapi-validator/config"
 
-	"github.com/queen-go/queen/adapters/memory"
 	"github.com/queen-go/queen/core/admin"
 	"github.com/queen-go/queen/ports"
 )
@@ -68,14 +67,45 @@ func (r anaReader) PostgresStats(context.Context, time.Duration) (ports.Postgres
 		Settings: []ports.Setting{{Name: "shared_buffers", Value: "128MB", Bytes: 128 << 20}}}, nil
 }
 
+// anaResources is a ports.ResourceStore of one tenant without queues.
+type anaResources struct{}
+
+func (anaResources) ListQueues(context.Context, string, ports.ResourceFilter, ports.ResourcePage) ([]ports.QueueResource, int64, error) {
+	return nil, 0, nil
+}
+
+func (anaResources) QueueDetail(context.Context, string, string, ports.ResourcePage) (ports.QueueResourceDetail, bool, error) {
+	return ports.QueueResourceDetail{}, false, nil
+}
+
+func (anaResources) QueueDepth(context.Context, string, string, string, ports.ResourcePage) (ports.QueueDepthResult, bool, error) {
+	return ports.QueueDepthResult{}, false, nil
+}
+
+func (anaResources) CountsBy(context.Context, string, ports.ResourceKey, ports.ResourcePage) ([]ports.KeyCounts, error) {
+	return nil, nil
+}
+
+func (anaResources) Overview(context.Context, string) (ports.ResourceOverview, error) {
+	return ports.ResourceOverview{}, nil
+}
+
+func (anaResources) Status(context.Context, string, ports.ResourceFilter) (ports.ResourceStatus, error) {
+	return ports.ResourceStatus{DeadLetters: ports.DeadLetterSummary{Current: 3, Partitions: 1}}, nil
+}
+
+func (anaResources) StorageTotals(context.Context) (ports.StorageTotals, error) {
+	return ports.StorageTotals{}, nil
+}
+
 // anaAPI is the handler with the analytics over anaReader (one minute of history at
-// 10:29, the clock at 10:30:20) and the resources over an empty memory store.
+// 10:29, the clock at 10:30:20) and the resources over a store without queues.
 func anaAPI(t *testing.T) http.Handler {
 	t.Helper()
 	now := time.Date(2026, 3, 2, 10, 30, 20, 0, time.UTC)
 	clock := func() time.Time { return now }
 	return New(Services{DB: pinger{},
-		Resources: admin.NewResources(memory.NewStore(), admin.ResourcesOptions{Now: clock}),
+		Resources: admin.NewResources(anaResources{}, admin.ResourcesOptions{Now: clock}),
 		Analytics: admin.NewAnalytics(anaReader{at: now.Truncate(time.Minute).Add(-time.Minute)}, admin.AnalyticsOptions{Now: clock}),
 	}, Options{})
 }
@@ -187,7 +217,7 @@ func TestAnalyticsAnswers(t *testing.T) {
 	get("/api/v1/status", &status)
 	dlq := status["deadLetterQueue"].(map[string]any)
 	top := dlq["topErrors"].([]any)
-	if _, ok := dlq["totalMessages"]; !ok || len(top) != 2 || top[1].(map[string]any)["error"] != "unknown" {
+	if dlq["totalMessages"] != 3.0 || dlq["currentMessages"] != 3.0 || len(top) != 2 || top[1].(map[string]any)["error"] != "unknown" {
 		t.Fatalf("status deadLetterQueue: %v", dlq)
 	}
 	tp := status["throughput"].([]any)
