@@ -13,8 +13,8 @@ import (
 var (
 	statusKeys            = []string{"timeRange", "queues", "queueCount", "partitionCount", "messages", "leases", "deadLetterQueue", "statsAge"}
 	statusActiveQueueKeys = []string{"id", "name", "namespace", "task", "partitions", "totalConsumed"}
-	statusLeasesKeys      = []string{"active", "partitionsWithLeases", "totalBatchSize"}
-	statusDLQKeys         = []string{"currentMessages", "affectedPartitions"}
+	statusLeasesKeys      = []string{"active", "partitionsWithLeases", "totalBatchSize", "totalAcked"}
+	statusDLQKeys         = []string{"totalMessages", "currentMessages", "affectedPartitions"}
 	statusQueueKeys       = []string{"id", "name", "namespace", "task", "createdAt", "partitions", "messages"}
 	statusQueueMsgKeys    = []string{"total", "pending", "processing", "completed", "deadLetter"}
 	statusDetailKeys      = []string{"queue", "partitions", "totals"}
@@ -44,8 +44,10 @@ type statusReport struct {
 		Active               int64 `json:"active"`
 		PartitionsWithLeases int64 `json:"partitionsWithLeases"`
 		TotalBatchSize       int64 `json:"totalBatchSize"`
+		TotalAcked           int64 `json:"totalAcked"`
 	} `json:"leases"`
 	DeadLetterQueue struct {
+		TotalMessages      int64 `json:"totalMessages"`
 		CurrentMessages    int64 `json:"currentMessages"`
 		AffectedPartitions int64 `json:"affectedPartitions"`
 	} `json:"deadLetterQueue"`
