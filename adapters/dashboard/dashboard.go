@@ -31,9 +31,9 @@ type Services struct {
 	Queues      *queues.Service // dead letters
 	Maintenance *maintenance.Flags
 	Spool       func() drain.Status // nil: no spool
-	// History gives the overview's and a queue's series (see History); nil: the
-	// charts show the current counts only.
-	History History
+	// Analytics reads the metrics history for the charts, the rates, the brokers and
+	// PostgreSQL's statistics; nil: the charts show the current backlog only.
+	Analytics *admin.Analytics
 }
 
 // Options configures the handler; zero values take the defaults in brackets.

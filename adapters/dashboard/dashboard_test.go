@@ -1,7 +1,6 @@
 package dashboard
 
 import (
-	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -13,7 +12,6 @@ import (
 
 	"github.com/queen-go/queen/core/auth"
 	"github.com/queen-go/queen/core/drain"
-	"github.com/queen-go/queen/ports"
 )
 
 // newTestHandler is the dashboard over svc, on the world's clock, logging nowhere.
@@ -303,31 +301,43 @@ func TestManyQueues(t *testing.T) {
 	}
 }
 
-// TestOverviewHistory: with a history the throughput chart totals the range's pushes
-// and the backlog walks back from the current count.
-func TestOverviewHistory(t *testing.T) {
+// TestHistory: with the metrics history the throughput chart totals the range's
+// pushes, the backlog walks back from the current count, the queues table has rates,
+// and the overview and the system page list the brokers (and PostgreSQL).
+func TestHistory(t *testing.T) {
 	t.Parallel()
-	svc := world(t, 0)
-	var asked []time.Time
-	svc.History = func(_ context.Context, _, queue string, from, to time.Time) ([]TrendPoint, error) {
-		asked = append(asked, from, to)
-		return []TrendPoint{
-			{At: t0.Add(-2 * time.Minute), Counters: ports.Counters{PushMessages: 30, PopMessages: 10, AckSuccess: 10}},
-			{At: t0.Add(-time.Minute), Counters: ports.Counters{PushMessages: 12, AckSuccess: 2, LagCount: 2, LagSumMs: 300, LagMaxMs: 200}},
-		}, nil
+	hist := history()
+	h := newTestHandler(worldWith(t, 0, hist))
+	cases := []struct {
+		target string
+		want   []string
+	}{
+		{"/ui/fragments/overview?range=24h", []string{`data-chart="throughput" data-total="42"`, "Backlog: latest 25, highest 25",
+			"Average: latest 150, highest 150", "Database errors: latest 0, highest 0.6", `<tr data-broker="b-1">`, "host-a:6632", "100 MiB",
+			"10 % + 0 %"}},
+		{"/ui/fragments/queue?name=orders", []string{`data-chart="throughput" data-total="42"`}},
+		{"/ui/fragments/queue?name=audit%2F2025", []string{`data-chart="throughput" data-total="0"`}},
+		{"/ui/fragments/queues?sort=push", []string{`data-sort="push"`, "<td>0.01</td>", "rates: messages per second"}},
+		{"/ui/fragments/system", []string{`<tr data-broker="b-1">`, "Cache hit ratio</th><td>99 %", "queen.segments",
+			"<code>SELECT &#39;&lt;x&gt;&#39;</code>", `<span class="state state-warn">due</span>`}},
 	}
-	h := newTestHandler(svc)
-	res, body := get(t, h, "/ui/fragments/overview?range=24h", nil)
-	if res.StatusCode != http.StatusOK {
-		t.Fatalf("status %d", res.StatusCode)
-	}
-	if len(asked) != 2 || !asked[1].Equal(t0) || asked[1].Sub(asked[0]) != 24*time.Hour {
-		t.Errorf("history asked for %v", asked)
-	}
-	for _, want := range []string{`data-chart="throughput" data-total="42"`, "Backlog: latest 25, highest 25",
-		"Average: latest 150, highest 150"} {
-		if !strings.Contains(body, want) {
-			t.Errorf("no %s", want)
+	for _, c := range cases {
+		res, body := get(t, h, c.target, nil)
+		if res.StatusCode != http.StatusOK {
+			t.Fatalf("%s: status %d: %s", c.target, res.StatusCode, body)
 		}
+		for _, want := range c.want {
+			if !strings.Contains(body, want) {
+				t.Errorf("%s: no %s", c.target, want)
+			}
+		}
+	}
+	if len(hist.asked) == 0 || !hist.asked[0].To.Equal(t0) || hist.asked[0].To.Sub(hist.asked[0].From) != 24*time.Hour {
+		t.Errorf("the history was asked for %+v, want the 24 h before %s", hist.asked, t0)
+	}
+	// Without the history, the queues table has no rate columns.
+	_, body := get(t, newTestHandler(world(t, 0)), "/ui/fragments/queues", nil)
+	if strings.Contains(body, `data-sort="push"`) {
+		t.Error("rate columns without a history")
 	}
 }

@@ -21,6 +21,11 @@
 // (name, or partitionId and transactionId, offset), system. A shell's script asks its
 // fragment with the shell's own query string, so every view is a link.
 //
+// The charts, the queues' rates, the brokers and PostgreSQL's statistics come from the
+// analytics use case (core/admin Analytics, the metrics history); without it the pages
+// show the current counts (and the backlog chart its current value alone). The chart
+// renderer takes plain series (activityCharts over TrendPoints), whatever read them.
+//
 // The Handler serves every route itself and is mounted by the HTTP API's router at the
 // templates Routes lists, each with its access level: the API's authentication runs
 // first and puts the caller's principal in the context (core/auth), which the fragments

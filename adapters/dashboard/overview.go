@@ -36,6 +36,7 @@ type overviewData struct {
 	LaggingGroups []admin.GroupSummary
 	Truncated     bool // more queues or pairs than maxScan: the top lists are of the first ones
 	Spool         *drain.Status
+	Brokers       []admin.WorkerSummary // every broker's last minutes (nil: no history)
 }
 
 // overview is the tenant at a glance: counts, activity charts over the range, the
@@ -60,12 +61,19 @@ func (h *Handler) overview(ctx context.Context, rq *request) (string, any, error
 	if err != nil {
 		return "", nil, err
 	}
-	charts, err := h.charts(ctx, "", ranges[rng], o.Messages.Pending)
+	brokers, err := h.brokers(ctx, ranges[rng])
 	if err != nil {
 		return "", nil, err
 	}
-	d := overviewData{Overview: o, Ranges: rangeLinks("/", nil, rng), History: h.svc.History != nil,
+	charts, err := h.charts(ctx, "", ranges[rng], o.Messages.Pending, brokers)
+	if err != nil {
+		return "", nil, err
+	}
+	d := overviewData{Overview: o, Ranges: rangeLinks("/", nil, rng), History: h.svc.Analytics != nil,
 		Charts: charts, Truncated: qTrunc || gTrunc}
+	if brokers != nil {
+		d.Brokers = brokers.Workers
+	}
 	lags := queueLags(groups)
 	slices.SortStableFunc(qs, func(a, b admin.QueueSummary) int { return cmp.Compare(b.Messages.Pending, a.Messages.Pending) })
 	for _, q := range qs[:min(topRows, len(qs))] {

@@ -71,6 +71,8 @@ type queueRow struct {
 	Lag    time.Duration
 	HasLag bool // some group reads the queue
 	Href   string
+	// PushRate and PopRate are messages per second over the last hour.
+	PushRate, PopRate float64
 }
 
 // sortLink is one sortable column's header link.
@@ -85,6 +87,7 @@ type queuesData struct {
 	Sorts     []sortLink
 	Pager     pager
 	Truncated bool
+	Rates     bool // the rate columns are known (the metrics history)
 	May       permissions
 }
 
@@ -100,6 +103,8 @@ var queueSorts = []struct {
 	{"processing", "Processing", func(a, b queueRow) int { return cmp.Compare(a.Messages.Processing, b.Messages.Processing) }},
 	{"dlq", "Dead letters", func(a, b queueRow) int { return cmp.Compare(a.Messages.DeadLetter, b.Messages.DeadLetter) }},
 	{"lag", "Time lag", func(a, b queueRow) int { return cmp.Compare(a.Lag, b.Lag) }},
+	{"push", "Pushed/s", func(a, b queueRow) int { return cmp.Compare(a.PushRate, b.PushRate) }},
+	{"pop", "Popped/s", func(a, b queueRow) int { return cmp.Compare(a.PopRate, b.PopRate) }},
 }
 
 // queueList is the queues table: every queue, sorted by any column, a page at a time.
@@ -129,11 +134,17 @@ func (h *Handler) queueList(ctx context.Context, rq *request) (string, any, erro
 	if err != nil {
 		return "", nil, err
 	}
+	rates, err := h.queueRates(ctx)
+	if err != nil {
+		return "", nil, err
+	}
 	lags := queueLags(groups)
 	rows := make([]queueRow, len(qs))
 	for i, q := range qs {
 		lag, ok := lags[q.Name]
-		rows[i] = queueRow{QueueSummary: q, Lag: lag, HasLag: ok, Href: queuePath(q.Name)}
+		r := rates[q.Name]
+		rows[i] = queueRow{QueueSummary: q, Lag: lag, HasLag: ok, Href: queuePath(q.Name), PushRate: r.PushPerSecond,
+			PopRate: r.PopPerSecond}
 	}
 	for _, s := range queueSorts {
 		if s.key == sortKey {
@@ -145,7 +156,7 @@ func (h *Handler) queueList(ctx context.Context, rq *request) (string, any, erro
 			})
 		}
 	}
-	d := queuesData{Truncated: truncated || gTrunc, May: rq.may}
+	d := queuesData{Truncated: truncated || gTrunc, Rates: rates != nil, May: rq.may}
 	end := min(offset+rq.size, len(rows))
 	if offset < end {
 		d.Rows = rows[offset:end]
@@ -153,6 +164,9 @@ func (h *Handler) queueList(ctx context.Context, rq *request) (string, any, erro
 	q := url.Values{"sort": {sortKey}, "dir": {dir}}
 	d.Pager = newPager("/ui/queues", q, offset, rq.size, len(d.Rows), end < len(rows), int64(len(rows)))
 	for _, s := range queueSorts {
+		if !d.Rates && (s.key == "push" || s.key == "pop") {
+			continue
+		}
 		l := sortLink{Key: s.key, Label: s.label}
 		next := "desc"
 		if s.key == "name" {
@@ -220,7 +234,7 @@ func (h *Handler) queue(ctx context.Context, rq *request) (string, any, error) {
 	q := url.Values{"range": {rng}}
 	out.Pager = newPager(queuePath(name), q, offset, size, len(d.Page), int64(offset+len(d.Page)) < d.Partitions, d.Partitions)
 	out.Ranges = rangeLinks(queuePath(name), q, rng)
-	if out.Charts, err = h.charts(ctx, name, ranges[rng], d.Totals.Pending); err != nil {
+	if out.Charts, err = h.charts(ctx, name, ranges[rng], d.Totals.Pending, nil); err != nil {
 		return "", nil, err
 	}
 	return "queue", out, nil

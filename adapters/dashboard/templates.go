@@ -20,6 +20,9 @@ var funcs = template.FuncMap{
 	"msgHref":   messageHref,
 	"text":      func(s *string) string { return deref(s) },
 	"add":       func(a, b int) int { return a + b },
+	"rate":      func(v float64) string { return trimFloat(v, 2) },
+	"pct":       func(v float64) string { return trimFloat(v, 1) + " %" },
+	"bytesf":    func(v float64) string { return byteSize(int64(v)) },
 }
 
 func when(t time.Time) template.HTML {

@@ -3,6 +3,7 @@ package dashboard
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -18,6 +19,9 @@ import (
 // a test does not reach are left to the embedded nil interface (a call panics).
 
 var t0 = time.Date(2025, 3, 4, 12, 0, 0, 0, time.UTC)
+
+// quiet is the logger of the use cases under test.
+var quiet = slog.New(slog.DiscardHandler)
 
 type fakeResources struct {
 	ports.ResourceStore
@@ -157,6 +161,79 @@ func (f *fakeTraces) MessageTraces(context.Context, string, string, string, int)
 	return f.traces, nil
 }
 
+// fakeHistory is the metrics history: queue rows, a broker's rows, PostgreSQL's
+// statistics.
+type fakeHistory struct {
+	ports.MetricsReader
+	queue  []ports.QueueBucket // one row per (bucket, queue)
+	broker []ports.BrokerBucket
+	asked  []ports.MetricsSpan
+}
+
+func (f *fakeHistory) QueueSeries(_ context.Context, _ string, span ports.MetricsSpan, flt ports.ResourceFilter, names []string) ([]ports.QueueBucket, error) {
+	f.asked = append(f.asked, span)
+	var out []ports.QueueBucket
+	for _, r := range f.queue {
+		if flt.Queue == "" || r.Queue == flt.Queue {
+			r.Bucket = r.Bucket.Truncate(span.Bucket) // aligned on the epoch: the buckets divide a day
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+func (f *fakeHistory) QueueTotals(_ context.Context, _ string, _ ports.MetricsSpan, flt ports.ResourceFilter) ([]ports.QueueTotal, error) {
+	sums := map[string]ports.Counters{}
+	var names []string
+	for _, r := range f.queue {
+		if flt.Queue != "" && r.Queue != flt.Queue {
+			continue
+		}
+		c, ok := sums[r.Queue]
+		if !ok {
+			names = append(names, r.Queue)
+		}
+		c.Add(r.Counters)
+		sums[r.Queue] = c
+	}
+	out := make([]ports.QueueTotal, len(names))
+	for i, n := range names {
+		out[i] = ports.QueueTotal{Queue: n, Counters: sums[n]}
+	}
+	return out, nil
+}
+
+func (f *fakeHistory) BrokerSeries(_ context.Context, span ports.MetricsSpan, _ ports.BrokerFilter) ([]ports.BrokerBucket, error) {
+	out := make([]ports.BrokerBucket, len(f.broker))
+	for i, r := range f.broker {
+		r.Bucket = r.Bucket.Truncate(span.Bucket)
+		out[i] = r
+	}
+	return out, nil
+}
+
+func (f *fakeHistory) PostgresStats(context.Context, time.Duration) (ports.PostgresStats, error) {
+	return ports.PostgresStats{Database: ports.DatabaseFigures{Name: "queen", CacheFigures: ports.CacheFigures{Hits: 99, Reads: 1}},
+		Sizes:         []ports.TableSize{{Table: "queen.segments", TableBytes: 3 << 20, TotalBytes: 4 << 20}},
+		Activity:      []ports.TableActivity{{Table: "queen.partitions", LiveTuples: 10, DeadTuples: 90, VacuumThreshold: 50}},
+		ActiveQueries: []ports.ActiveQuery{{PID: 42, State: "active", Query: "SELECT '<x>'", Duration: 3 * time.Second}}}, nil
+}
+
+// history is a metrics history of the last two minutes before t0: 30 then 12 messages
+// pushed to orders, a broker seen at t0 with 3 database errors.
+func history() *fakeHistory {
+	b1, b2 := t0.Add(-2*time.Minute), t0.Add(-time.Minute)
+	return &fakeHistory{
+		queue: []ports.QueueBucket{
+			{Bucket: b1, Queue: "orders", Counters: ports.Counters{PushMessages: 30, PopMessages: 10, AckSuccess: 10}},
+			{Bucket: b2, Queue: "orders", Counters: ports.Counters{PushMessages: 12, AckSuccess: 2, LagCount: 2, LagSumMs: 300, LagMaxMs: 200}},
+		},
+		broker: []ports.BrokerBucket{{Bucket: b2, Broker: "b-1", Hostname: "host-a", Port: 6632, Minutes: 1, LastMinute: b2,
+			Figures: ports.BrokerFigures{DBErrors: 3, Requests: 120, CPUUserUs: 6e6, Samples: 2,
+				RSS: ports.Gauge{Sum: 200 << 20, Min: 100 << 20, Max: 100 << 20, Last: 100 << 20}}}},
+	}
+}
+
 type fakeFlags struct{ push, pop bool }
 
 func (f *fakeFlags) Flags(context.Context) (map[string]bool, error) {
@@ -174,6 +251,11 @@ const (
 // letter, two partitions), "audit/2025" (a name with a slash) and n more empty ones;
 // group "billing" on orders; a trace named checkout.
 func world(t *testing.T, n int) Services {
+	return worldWith(t, n, nil)
+}
+
+// worldWith is world with the metrics history h (nil: none).
+func worldWith(t *testing.T, n int, h ports.MetricsReader) Services {
 	t.Helper()
 	codec, err := segment.NewCodec(1)
 	if err != nil {
@@ -210,12 +292,17 @@ func world(t *testing.T, n int) Services {
 			Names: []string{"checkout"}, Data: []byte(`{"step":2}`)}, Queue: "orders", Partition: "cust-1", CreatedAt: t0.Add(1500 * time.Millisecond)},
 	}}
 	now := func() time.Time { return t0 }
+	var analytics *admin.Analytics
+	if h != nil {
+		analytics = admin.NewAnalytics(h, admin.AnalyticsOptions{Now: now})
+	}
 	return Services{
+		Analytics:   analytics,
 		Resources:   admin.NewResources(res, admin.ResourcesOptions{Now: now}),
 		Groups:      admin.NewGroups(groups, admin.GroupsOptions{Now: now}),
 		Messages:    admin.NewMessages(fakeMessages{}, admin.MessagesOptions{Now: now}),
 		Traces:      admin.NewTraces(traces, admin.TracesOptions{}),
 		Queues:      queues.New(qa, queues.Options{}),
-		Maintenance: maintenance.New(&fakeFlags{push: true}, maintenance.Options{}),
+		Maintenance: maintenance.New(&fakeFlags{push: true}, maintenance.Options{Logger: quiet}),
 	}
 }
