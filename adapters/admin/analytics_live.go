@@ -60,9 +60,10 @@ func (a *Admin) Lag(ctx context.Context, tenant string) (ports.LagFigures, error
 		return st.NewRaw(`
 WITH pairs AS (?0),
 pos AS (
+    -- oldest_unconsumed_at is named once: the inlined function copies its probe into
+    -- every use. greatest() reads its NULL (nothing waits) as 0.
     SELECT x.lag::float8 AS lag,
-           CASE WHEN x.oldest_unconsumed_at IS NULL THEN 0
-                ELSE greatest(extract(epoch FROM now() - x.oldest_unconsumed_at), 0)::float8 END AS secs
+           greatest(extract(epoch FROM now() - x.oldest_unconsumed_at), 0)::float8 AS secs
       FROM pairs p
      CROSS JOIN LATERAL queen.log_group_positions_v1(ARRAY[p.grp], ARRAY[p.queue_id]) x)
 SELECT count(*) AS positions,
