@@ -14,7 +14,7 @@ import (
 // AnalyticsOptions tunes Analytics; zero values take the defaults in brackets.
 type AnalyticsOptions struct {
 	// MaxRange is the longest range a read may span [90 days: METRICS_RETENTION_DAYS'
-	// default; older minutes are purged].
+	// default; older minutes are purged], at most MaxPoints of the widest bucket (a day).
 	MaxRange time.Duration
 	// DefaultRange is from's default: to - DefaultRange [1 h].
 	DefaultRange time.Duration
@@ -49,6 +49,8 @@ func (o *AnalyticsOptions) defaults() {
 	if o.MaxPoints <= 0 {
 		o.MaxPoints = 360
 	}
+	// A longer range would need a bucket wider than the ladder's widest.
+	o.MaxRange = min(o.MaxRange, time.Duration(o.MaxPoints*BucketLadder[len(BucketLadder)-1])*time.Minute)
 	if o.MaxSeriesQueues <= 0 {
 		o.MaxSeriesQueues = 100
 	}

@@ -179,6 +179,36 @@ func TestAnalyticsWindow(t *testing.T) {
 	}
 }
 
+// TestAnalyticsMaxRange: the longest range is METRICS_RETENTION_DAYS' (the option), and
+// never more than 360 days, whose buckets would be wider than a day.
+func TestAnalyticsMaxRange(t *testing.T) {
+	t.Parallel()
+	day := 24 * time.Hour
+	for _, tt := range []struct {
+		name     string
+		maxRange time.Duration
+		span     time.Duration
+		ok       bool
+	}{
+		{"within the retention", 7 * day, 7 * day, true},
+		{"past the retention", 7 * day, 8 * day, false},
+		{"a long retention: 360 days of day buckets", 1000 * day, 360 * day, true},
+		{"a long retention: no more", 1000 * day, 361 * day, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			a := newTestAnalytics(&fakeMetrics{}, AnalyticsOptions{MaxRange: tt.maxRange})
+			w, err := a.Window(AnalyticsQuery{From: ptr(anaNow.Add(-tt.span))})
+			if tt.ok != (err == nil) || (err != nil && inputParam(err) != "from") {
+				t.Fatalf("error %v, want ok %v", err, tt.ok)
+			}
+			if err == nil && len(w.Buckets()) > 361 {
+				t.Fatalf("%d buckets", len(w.Buckets()))
+			}
+		})
+	}
+}
+
 func TestAnalyticsQueueOps(t *testing.T) {
 	t.Parallel()
 	f := &fakeMetrics{
