@@ -271,6 +271,7 @@ func TestFragmentErrors(t *testing.T) {
 		{"/ui/fragments/groups?poffset=-3", 400, "poffset"},
 		{"/ui/fragments/traces?queue=" + strings.Repeat("x", 2000) + "&name=" + strings.Repeat("n", 2000), 400, "name"},
 		{"/ui/fragments/dlq?queue=%ff", 400, "UTF-8"},
+		{"/ui/fragments/messages?partition=a%00b", 400, "NUL"},
 	}
 	for _, c := range cases {
 		res, body := get(t, h, c.target, nil)

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/queen-go/queen/core/admin"
@@ -70,6 +71,10 @@ func (rq *request) str(name string) string {
 		return ""
 	case !utf8.ValidString(v):
 		rq.fail(name, "%s is not valid UTF-8", name)
+		return ""
+	case strings.IndexByte(v, 0) >= 0:
+		// PostgreSQL holds no NUL in text: refused here, not as a database error.
+		rq.fail(name, "%s contains a NUL byte", name)
 		return ""
 	}
 	return v

@@ -57,8 +57,19 @@
       return;
     }
     if (mine !== seq) { return; }
-    if (res.status === 401) { page.removeAttribute('aria-busy'); showLogin(); return; }
-    if (res.status === 403) { page.removeAttribute('aria-busy'); say('Not allowed: this token may not read this page.', 'error'); return; }
+    if (res.status === 401) {
+      // What an earlier token showed is not left on the page.
+      page.removeAttribute('aria-busy');
+      page.replaceChildren();
+      showLogin();
+      return;
+    }
+    if (res.status === 403) {
+      page.removeAttribute('aria-busy');
+      page.replaceChildren();
+      say('Not allowed: this token may not read this page.', 'error');
+      return;
+    }
     if (!res.ok) {
       var msg = await errorText(res);
       if (mine !== seq) { return; }
@@ -212,7 +223,7 @@
     }
     button.disabled = false;
     if (res.status === 401) { showLogin(); return; }
-    if (res.status === 403) { say('Not allowed: this token may not ' + button.textContent.trim().toLowerCase() + '.', 'error'); return; }
+    if (res.status === 403) { say('Not allowed: ' + (await errorText(res)), 'error'); return; }
     if (!res.ok) { say('Failed: ' + (await errorText(res)), 'error'); return; }
     say(call.done, 'ok');
     if (call.gone) {
