@@ -163,8 +163,16 @@ func (h *Handler) queueList(ctx context.Context, rq *request) (string, any, erro
 	}
 	q := url.Values{"sort": {sortKey}, "dir": {dir}}
 	d.Pager = newPager("/ui/queues", q, offset, rq.size, len(d.Rows), end < len(rows), int64(len(rows)))
+	d.Sorts = queueSortLinks(sortKey, dir, d.Rates)
+	return "queues", d, nil
+}
+
+// queueSortLinks are the queues table's column heading links: the current column's
+// reverses its order, the others sort by themselves (numbers largest first).
+func queueSortLinks(sortKey, dir string, rates bool) []sortLink {
+	var out []sortLink
 	for _, s := range queueSorts {
-		if !d.Rates && (s.key == "push" || s.key == "pop") {
+		if !rates && (s.key == "push" || s.key == "pop") {
 			continue
 		}
 		l := sortLink{Key: s.key, Label: s.label}
@@ -178,9 +186,9 @@ func (h *Handler) queueList(ctx context.Context, rq *request) (string, any, erro
 			next = map[string]string{"asc": "desc", "desc": "asc"}[dir]
 		}
 		l.Href = link("/ui/queues", nil, "sort", s.key, "dir", next)
-		d.Sorts = append(d.Sorts, l)
+		out = append(out, l)
 	}
-	return "queues", d, nil
+	return out
 }
 
 // option is one configuration entry of a queue page.
