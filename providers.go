@@ -75,6 +75,8 @@ var ProviderSet = wire.NewSet(
 	ProvideRetention,
 	ProvideHistory,
 	ProvideActivity,
+	ProvideAnalytics,
+	ProvideDashboard,
 	ProvideKeySet,
 	ProvideVerifier,
 	ProvideReadiness,
@@ -284,8 +286,8 @@ func ProvideReadiness(store *postgres.Store, d *drain.Drainer) *readiness.Check 
 func ProvideHandler(p *push.Service, c *consume.Service, m *maintenance.Flags, qs *queues.Service, d *drain.Drainer,
 	store *postgres.Store, b *fusion.Batcher, limiter *vegas.Limiter, hot *hotlist.List, mesh *peers.Mesh,
 	waker *consume.Waker, resources *adminapi.Resources, groups *adminapi.Groups, messages *adminapi.Messages,
-	traces *adminapi.Traces, st *streams.Service, ret *retention.Job, rec *history.Recorder, verifier *auth.Verifier, ready *readiness.Check, cfg config.Config,
-	log *slog.Logger) http.Handler {
+	traces *adminapi.Traces, an *adminapi.Analytics, ui UI, st *streams.Service, ret *retention.Job, rec *history.Recorder,
+	verifier *auth.Verifier, ready *readiness.Check, cfg config.Config, log *slog.Logger) http.Handler {
 	requests := metrics.NewRequests()
 	prom := metrics.Handler(metrics.Sources{
 		Fusion: b.Stats, Push: p.Stats, PushLimit: limiter.Limit, Consume: c.Stats,
@@ -294,10 +296,11 @@ func ProvideHandler(p *push.Service, c *consume.Service, m *maintenance.Flags, q
 		Hotlist: hot.Stats, Peers: mesh.Stats, Parked: waker.Parked, Retention: ret.Stats, Requests: requests,
 	})
 	return httpapi.New(httpapi.Services{Push: p, DB: store, Consume: c, Queues: qs, Maintenance: m, Buffers: d.Status,
-		Resources: resources, Groups: groups, Messages: messages, Traces: traces, Streams: st},
+		Resources: resources, Groups: groups, Messages: messages, Traces: traces, Analytics: an, Streams: st},
 		httpapi.Options{MaxBodyBytes: cfg.MaxBodyBytes, MaxPushItems: cfg.MaxPushItems, Version: Version, Logger: log, Prometheus: prom,
 			PoolStats: store.PoolStats, Auth: verifier, SkipPaths: cfg.JWTSkipPaths, AccessLog: cfg.AccessLog,
-			Observers: []httpapi.Observer{requests, rec}, Ready: ready.Ready, OpenAPI: OpenAPI()})
+			Observers: []httpapi.Observer{requests, rec}, Ready: ready.Ready, OpenAPI: OpenAPI(),
+			UI: uiHandler(ui), UIRoutes: ui.Routes})
 }
 
 // ProvideHTTPServer builds the HTTP server (App.Start listens, App.Stop shuts it down).

@@ -77,6 +77,8 @@ func InitializeApp(ctx context.Context, cfg config.Config) (*App, func(), error)
 	groups := ProvideGroups(admin, groupChanges, queueChanges, cfg, logger)
 	messages := ProvideMessages(admin, pushService, flags, sealer, codec, logger)
 	traces := ProvideTraces(admin, logger)
+	analytics := ProvideAnalytics(admin, cfg)
+	ui := ProvideDashboard(resources, groups, messages, traces, queuesService, flags, drainer, analytics, cfg, logger)
 	streamsService := ProvideStreams(store, pushService, commits, list, logger)
 	verifier, err := ProvideVerifier(cfg, client, logger)
 	if err != nil {
@@ -86,7 +88,7 @@ func InitializeApp(ctx context.Context, cfg config.Config) (*App, func(), error)
 		cleanup()
 		return nil, nil, err
 	}
-	handler := ProvideHandler(pushService, service, flags, queuesService, drainer, store, batcher, limiter, list, mesh, waker, resources, groups, messages, traces, streamsService, job, recorder, verifier, check, cfg, logger)
+	handler := ProvideHandler(pushService, service, flags, queuesService, drainer, store, batcher, limiter, list, mesh, waker, resources, groups, messages, traces, analytics, ui, streamsService, job, recorder, verifier, check, cfg, logger)
 	server := ProvideHTTPServer(cfg, handler)
 	app := NewApp(cfg, logger, flags, batcher, spool, drainer, list, mesh, job, recorder, client, check, server, service)
 	return app, func() {

@@ -56,9 +56,20 @@ type Options struct {
 	// Ready, when set, is asked by GET /ready whether pushes can be accepted now
 	// (core/readiness); nil: ready whenever the database answers.
 	Ready func(context.Context) readiness.Report
+	// UI serves UIRoutes, each with its access level: the web dashboard (adapters/dashboard),
+	// behind the same authentication as the API. nil: no such routes.
+	UI       http.Handler
+	UIRoutes []UIRoute
 	// OpenAPI is the API's OpenAPI document (docs/openapi.yaml), served at GET
 	// /openapi.yaml; nil: no such route.
 	OpenAPI []byte
+}
+
+// UIRoute is a route of Options.UI: a method, a gorilla/mux path template and the level
+// a caller needs (docs/api.md §3).
+type UIRoute struct {
+	Method, Path string
+	Level        auth.Level
 }
 
 // Pusher is the push use case the push and transaction routes call: core/push's
@@ -175,6 +186,11 @@ func (a *api) routes() *mux.Router {
 	}
 	if opts.OpenAPI != nil {
 		r.HandleFunc("/openapi.yaml", a.handleOpenAPI).Methods(http.MethodGet)
+	}
+	if opts.UI != nil {
+		for _, u := range opts.UIRoutes {
+			r.Handle(u.Path, opts.UI).Methods(u.Method)
+		}
 	}
 	r.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusNotFound, map[string]string{"error": "Not Found", "code": "no_such_route"})

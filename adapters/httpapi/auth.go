@@ -122,7 +122,7 @@ func (a *api) guard(root *mux.Router) http.Handler {
 			root.ServeHTTP(w, r)
 			return
 		}
-		level := levelOf(root, r)
+		level := a.levelOf(root, r)
 		if level == auth.Public {
 			root.ServeHTTP(w, r)
 			return
@@ -153,14 +153,14 @@ func (a *api) guard(root *mux.Router) http.Handler {
 // levelOf is the level of the route router gives r, through routers mounted on it (the
 // consumer-groups routes); unmatchedLevel when none takes it, ADMIN when the route is
 // missing from routeLevels.
-func levelOf(router *mux.Router, r *http.Request) auth.Level {
+func (a *api) levelOf(router *mux.Router, r *http.Request) auth.Level {
 	var m mux.RouteMatch
 	if !router.Match(r, &m) || m.MatchErr != nil || m.Route == nil {
 		return unmatchedLevel
 	}
 	// The route's own handler: m.Handler is wrapped in the router's middleware.
 	if sub, ok := m.Route.GetHandler().(*mux.Router); ok {
-		return levelOf(sub, r)
+		return a.levelOf(sub, r)
 	}
 	tpl, err := m.Route.GetPathTemplate()
 	if err != nil {
@@ -168,6 +168,11 @@ func levelOf(router *mux.Router, r *http.Request) auth.Level {
 	}
 	if l, ok := routeLevels[r.Method+" "+tpl]; ok {
 		return l
+	}
+	for _, u := range a.opts.UIRoutes {
+		if u.Method == r.Method && u.Path == tpl {
+			return u.Level
+		}
 	}
 	return auth.Admin
 }
