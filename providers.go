@@ -293,7 +293,7 @@ func ProvideHandler(p *push.Service, c *consume.Service, m *maintenance.Flags, q
 		Fusion: b.Stats, Push: p.Stats, PushLimit: limiter.Limit, Consume: c.Stats,
 		Pool:      store.PoolStat,
 		DBCommits: store.Commits, OldestXact: store.OldestXactAge, Maintenance: m.Push, PopMaintenance: m.Pop, Spool: d.Status,
-		Hotlist: hot.Stats, Peers: mesh.Stats, Parked: waker.Parked, Retention: ret.Stats, Requests: requests,
+		Hotlist: hot.Stats, Peers: mesh.Stats, Parked: waker.Parked, Retention: ret.Stats, History: rec.Stats, Requests: requests,
 	})
 	return httpapi.New(httpapi.Services{Push: p, DB: store, Consume: c, Queues: qs, Maintenance: m, Buffers: d.Status,
 		Resources: resources, Groups: groups, Messages: messages, Traces: traces, Analytics: an, Streams: st},

@@ -15,6 +15,7 @@ import (
 	"github.com/queen-go/queen/core/consume"
 	"github.com/queen-go/queen/core/drain"
 	"github.com/queen-go/queen/core/fusion"
+	"github.com/queen-go/queen/core/history"
 	"github.com/queen-go/queen/core/hotlist"
 	"github.com/queen-go/queen/core/peers"
 	"github.com/queen-go/queen/core/push"
@@ -48,6 +49,8 @@ type Sources struct {
 	Peers   func() peers.Stats
 	// Retention, when set, reports what the retention cycle removed.
 	Retention func() retention.Stats
+	// History, when set, reports the metrics history's flushes (core/history).
+	History func() history.Stats
 	// Requests, when set, are the HTTP request families (the HTTP adapter's observers
 	// feed them).
 	Requests *Requests
@@ -113,6 +116,9 @@ func newRegistry(src Sources) *prometheus.Registry {
 	}
 	if src.Retention != nil {
 		registerRetention(reg, src.Retention)
+	}
+	if src.History != nil {
+		registerHistory(reg, src.History)
 	}
 	if src.Requests != nil {
 		reg.MustRegister(src.Requests)
@@ -225,5 +231,20 @@ func registerRetention(reg prometheus.Registerer, read func() retention.Stats) {
 		func(s retention.Stats) float64 { return float64(s.Cycles) })
 	c.counter("queen_retention_errors_total", "Retention steps that failed.", nil,
 		func(s retention.Stats) float64 { return float64(s.Errors) })
+	reg.MustRegister(c)
+}
+
+// registerHistory exports the metrics history's flushes: written, failed (each retry
+// counts), dropped unwritten after a long outage, and waiting now.
+func registerHistory(reg prometheus.Registerer, read func() history.Stats) {
+	c := newSnapshot(read)
+	c.counter("queen_history_flushes_total", "Metrics history flushes written to the database.", nil,
+		func(s history.Stats) float64 { return float64(s.Flushes) })
+	c.counter("queen_history_flush_failures_total", "Metrics history writes that failed (each retry of a pending flush counts).", nil,
+		func(s history.Stats) float64 { return float64(s.Failures) })
+	c.counter("queen_history_flushes_dropped_total", "Metrics history flushes dropped unwritten: more than 60 were pending (a long database outage).", nil,
+		func(s history.Stats) float64 { return float64(s.Dropped) })
+	c.gauge("queen_history_flushes_pending", "Metrics history flushes waiting to be written.", nil,
+		func(s history.Stats) float64 { return float64(s.Pending) })
 	reg.MustRegister(c)
 }

@@ -80,6 +80,10 @@ var ownFamilies = map[string]string{
 	"queen_retention_removed_bytes_total":      "counter",
 	"queen_retention_cycles_total":             "counter",
 	"queen_retention_errors_total":             "counter",
+	"queen_history_flushes_total":              "counter",
+	"queen_history_flush_failures_total":       "counter",
+	"queen_history_flushes_dropped_total":      "counter",
+	"queen_history_flushes_pending":            "gauge",
 	"queen_http_requests_total":                "counter",
 	"queen_http_request_duration_seconds":      "histogram",
 	"queen_http_response_bytes_total":          "counter",
@@ -185,6 +189,10 @@ func TestReadings(t *testing.T) {
 		{"queen_retention_removed_rows_total", map[string]string{"job": "segments"}, 4},
 		{"queen_retention_removed_bytes_total", map[string]string{"job": "segments"}, 800},
 		{"queen_retention_cycles_total", nil, 1},
+		{"queen_history_flushes_total", nil, 12},
+		{"queen_history_flush_failures_total", nil, 3},
+		{"queen_history_flushes_dropped_total", nil, 1},
+		{"queen_history_flushes_pending", nil, 2},
 	} {
 		got, ok := e.value(tc.name, tc.labels)
 		if !ok || got != tc.want {
@@ -213,7 +221,7 @@ func TestOptionalSources(t *testing.T) {
 	}
 	for _, name := range []string{"queen_db_commits_total", "queen_pg_oldest_xact_age_seconds", "queen_db_pool_size", "queen_process_pop_requests_total",
 		"queen_file_buffer_pending", "queen_pop_parked", "queen_hotlist_rings", "queen_retention_cycles_total",
-		"queen_http_requests_total"} {
+		"queen_history_flushes_total", "queen_http_requests_total"} {
 		if _, ok := e.value(name, nil); ok {
 			t.Errorf("%s is served without its source", name)
 		}

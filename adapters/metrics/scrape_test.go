@@ -14,6 +14,7 @@ import (
 	"github.com/queen-go/queen/core/consume"
 	"github.com/queen-go/queen/core/drain"
 	"github.com/queen-go/queen/core/fusion"
+	"github.com/queen-go/queen/core/history"
 	"github.com/queen-go/queen/core/hotlist"
 	"github.com/queen-go/queen/core/peers"
 	"github.com/queen-go/queen/core/push"
@@ -197,6 +198,7 @@ func fullSources() Sources {
 		Hotlist:   func() hotlist.Stats { return hotlist.Stats{Queues: 2, Rings: 3, Ready: 5, Wheel: 1} },
 		Peers:     func() peers.Stats { return peers.Stats{Sent: 8, Received: 6, ChangesReceived: 2} },
 		Retention: func() retention.Stats { return retention.Stats{Segments: 4, SegBytes: 800, Cycles: 1} },
+		History:   func() history.Stats { return history.Stats{Flushes: 12, Failures: 3, Dropped: 1, Pending: 2} },
 		Requests:  reqs,
 	}
 }
