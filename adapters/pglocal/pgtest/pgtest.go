@@ -50,7 +50,13 @@ var dbSeq atomic.Int64
 // goroutine is left behind (goleak; opts add ignores): every pool, broker and component a
 // test started must be stopped by it. It exits with m.Run's code, or 1 on a leak.
 func Main(m *testing.M, opts ...goleak.Option) {
-	code := m.Run()
+	os.Exit(Finish(m.Run(), opts...))
+}
+
+// Finish is Main after m.Run, for a TestMain with more to stop between the tests and the
+// leak check (e2e/browser stops its browser): it stops the throwaway cluster and returns
+// code, or 1 when a goroutine is left behind.
+func Finish(code int, opts ...goleak.Option) int {
 	if err := shutdown(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 	}
@@ -60,7 +66,7 @@ func Main(m *testing.M, opts ...goleak.Option) {
 			code = 1
 		}
 	}
-	os.Exit(code)
+	return code
 }
 
 // Server returns the admin URL of the server in use (starting it if needed) — used by benchmarks
