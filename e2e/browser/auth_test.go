@@ -54,15 +54,16 @@ func TestTokenRoles(t *testing.T) {
 	}
 	for _, c := range []struct {
 		role        string
-		destructive bool // the pages offer delete actions
+		destructive bool   // the pages offer delete actions
+		scheme      string // typed before the token: pasted with its scheme, it still signs in
 	}{
-		{role: "admin", destructive: true},
+		{role: "admin", destructive: true, scheme: "Bearer "},
 		{role: "read-only", destructive: false},
 	} {
 		t.Run(c.role, func(t *testing.T) {
 			tb := openTab(t)
 			token := jwt(t, c.role)
-			tb.login(b.URL+"/", token)
+			tb.login(b.URL+"/", c.scheme+token)
 			for _, p := range pages {
 				tb.visit(b.URL + p.path)
 				if tb.count(p.rows) == 0 {

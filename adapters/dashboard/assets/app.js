@@ -108,7 +108,9 @@
         '<button type="submit">Sign in</button></form>';
       document.getElementById('login').addEventListener('submit', function (ev) {
         ev.preventDefault();
-        var v = document.getElementById('token').value.trim();
+        // A token copied with its scheme ("Bearer eyJ...") is kept without it: the
+        // requests add the scheme themselves.
+        var v = document.getElementById('token').value.trim().replace(/^bearer\s+/i, '');
         if (!v) { return; }
         try { sessionStorage.setItem(TOKEN, v); } catch (e) { say('This browser keeps no session storage.', 'error'); return; }
         hideLogin();
