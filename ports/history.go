@@ -2,6 +2,7 @@ package ports
 
 import (
 	"context"
+	"fmt"
 	"time"
 )
 
@@ -120,4 +121,35 @@ type MetricsWriter interface {
 	// unless a flush of the same Instance and Seq was applied before (then it does
 	// nothing and returns nil).
 	WriteMetrics(ctx context.Context, f MetricsFlush) error
+}
+
+// Check refuses a flush that names a queue row or a broker row twice (ErrInvalid): a
+// writer adds each row's deltas once per flush, and one statement cannot upsert a row
+// twice. The Recorder never builds such a flush.
+func (f MetricsFlush) Check() error {
+	type queueKey struct {
+		minute        time.Time
+		tenant, queue string
+	}
+	type brokerKey struct {
+		minute time.Time
+		broker string
+	}
+	qs := make(map[queueKey]bool, len(f.Queues))
+	for _, q := range f.Queues {
+		k := queueKey{q.Minute.UTC(), q.Tenant, q.Queue}
+		if qs[k] {
+			return fmt.Errorf("metrics flush names queue %s of tenant %s at %s twice: %w", q.Queue, q.Tenant, k.minute, ErrInvalid)
+		}
+		qs[k] = true
+	}
+	bs := make(map[brokerKey]bool, len(f.Brokers))
+	for _, b := range f.Brokers {
+		k := brokerKey{b.Minute.UTC(), b.Broker}
+		if bs[k] {
+			return fmt.Errorf("metrics flush names broker %s at %s twice: %w", b.Broker, k.minute, ErrInvalid)
+		}
+		bs[k] = true
+	}
+	return nil
 }

@@ -3,7 +3,6 @@ package memory
 import (
 	"cmp"
 	"context"
-	"fmt"
 	"maps"
 	"slices"
 	"sync"
@@ -83,7 +82,7 @@ func (m *Metrics) WriteMetrics(ctx context.Context, f ports.MetricsFlush) error 
 	if m.fail != nil {
 		return m.fail
 	}
-	if err := checkFlush(f); err != nil {
+	if err := f.Check(); err != nil {
 		return err
 	}
 	id := flushID{f.Instance, f.Seq}
@@ -107,28 +106,6 @@ func (m *Metrics) WriteMetrics(ctx context.Context, f ports.MetricsFlush) error 
 			old = ports.BrokerMinute{Minute: k.minute, Broker: b.Broker}
 		}
 		m.brokers[k] = mergeBroker(old, b)
-	}
-	return nil
-}
-
-// checkFlush refuses a flush that names a queue row or a broker row twice
-// (ports.ErrInvalid): a writer applies each row's deltas once per flush.
-func checkFlush(f ports.MetricsFlush) error {
-	qs := make(map[queueMinuteKey]bool, len(f.Queues))
-	for _, q := range f.Queues {
-		k := queueMinuteKey{q.Minute.UTC(), q.Tenant, q.Queue}
-		if qs[k] {
-			return fmt.Errorf("metrics flush names queue %s of tenant %s at %s twice: %w", q.Queue, q.Tenant, k.minute, ports.ErrInvalid)
-		}
-		qs[k] = true
-	}
-	bs := make(map[brokerMinuteKey]bool, len(f.Brokers))
-	for _, b := range f.Brokers {
-		k := brokerMinuteKey{b.Minute.UTC(), b.Broker}
-		if bs[k] {
-			return fmt.Errorf("metrics flush names broker %s at %s twice: %w", b.Broker, k.minute, ports.ErrInvalid)
-		}
-		bs[k] = true
 	}
 	return nil
 }

@@ -194,8 +194,8 @@ func writeMerges[T any](b *strings.Builder, cols []metricCol[T]) {
 
 // WriteMetrics implements ports.MetricsWriter in one statement (writeMetricsSQL).
 func (s *Store) WriteMetrics(ctx context.Context, f ports.MetricsFlush) error {
-	if err := checkMetricsFlush(f); err != nil {
-		return err
+	if err := f.Check(); err != nil {
+		return fmt.Errorf("postgres: write metrics: %w", err)
 	}
 	args, err := metricsArgs(f)
 	if err != nil {
@@ -247,34 +247,4 @@ func appendColumns[T any](args []any, cols []metricCol[T], rows []T) []any {
 		args = append(args, vals)
 	}
 	return args
-}
-
-// checkMetricsFlush refuses a flush naming a row twice (ports.ErrInvalid): one
-// statement cannot upsert a row twice, and a writer adds each row once per flush.
-func checkMetricsFlush(f ports.MetricsFlush) error {
-	type qk struct {
-		minute        time.Time
-		tenant, queue string
-	}
-	type bk struct {
-		minute time.Time
-		broker string
-	}
-	qs := make(map[qk]bool, len(f.Queues))
-	for _, q := range f.Queues {
-		k := qk{q.Minute.UTC(), q.Tenant, q.Queue}
-		if qs[k] {
-			return fmt.Errorf("postgres: write metrics: queue %s of tenant %s at %s named twice: %w", q.Queue, q.Tenant, k.minute, ports.ErrInvalid)
-		}
-		qs[k] = true
-	}
-	bs := make(map[bk]bool, len(f.Brokers))
-	for _, b := range f.Brokers {
-		k := bk{b.Minute.UTC(), b.Broker}
-		if bs[k] {
-			return fmt.Errorf("postgres: write metrics: broker %s at %s named twice: %w", b.Broker, k.minute, ports.ErrInvalid)
-		}
-		bs[k] = true
-	}
-	return nil
 }

@@ -44,7 +44,7 @@ func BenchmarkMetricsFlush(b *testing.B) {
 		}
 		f.Brokers = []ports.BrokerMinute{{Minute: minute, Broker: "bench", Hostname: "bench", Counters: total,
 			Figures: ports.BrokerFigures{Samples: 12, RSS: ports.Gauge{Sum: 12 << 26, Min: 1 << 26, Max: 1 << 26, Last: 1 << 26}},
-			Parked: map[string]int64{"q-0001": 3}}}
+			Parked:  map[string]int64{"q-0001": 3}}}
 		if err := s.WriteMetrics(context.Background(), f); err != nil {
 			b.Fatal(err)
 		}
