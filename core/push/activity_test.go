@@ -40,7 +40,8 @@ func (a *activityLog) PartitionsCreated(_, q string, n int) { a.add("created %s 
 func (a *activityLog) PartitionsDeleted(_, q string, n int) { a.add("deleted %s %d", q, n) }
 
 // TestPushActivity: a push request counts once per queue it named, with the messages it
-// stored there: queued or buffered, not a duplicate nor a follower.
+// stored there (queued or buffered, not a duplicate nor a follower) and the partitions
+// whose first message it committed; a second push creates none.
 func TestPushActivity(t *testing.T) {
 	t.Parallel()
 	items := []Item{
@@ -55,8 +56,14 @@ func TestPushActivity(t *testing.T) {
 		act := &activityLog{}
 		f := newFixture(t, Options{Activity: act})
 		f.svc.Push(context.Background(), tenant, "", items)
-		if got := act.sorted(); !slices.Equal(got, want) {
-			t.Errorf("activity %q, want %q", got, want)
+		created := append([]string{"created q 2", "created r 1"}, want...)
+		if got := act.sorted(); !slices.Equal(got, created) {
+			t.Errorf("activity %q, want %q", got, created)
+		}
+		act.calls = nil
+		f.svc.Push(context.Background(), tenant, "", items[3:])
+		if got, want := act.sorted(), []string{"pushed q 1"}; !slices.Equal(got, want) {
+			t.Errorf("activity of a push to an existing partition %q, want %q", got, want)
 		}
 	})
 	t.Run("buffered", func(t *testing.T) {
@@ -92,7 +99,7 @@ func TestTransactionActivity(t *testing.T) {
 	if _, err := f.svc.Transaction(context.Background(), tenant, "", ops, ""); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"pushed q 2", "pushed r 1", "transacted q", "transacted r"}
+	want := []string{"created q 2", "created r 1", "pushed q 2", "pushed r 1", "transacted q", "transacted r"}
 	if got := act.sorted(); !slices.Equal(got, want) {
 		t.Errorf("activity %q, want %q", got, want)
 	}
@@ -106,7 +113,8 @@ func TestTransactionActivity(t *testing.T) {
 	}
 }
 
-// TestSinkActivity: a streams sink's settled pushes count per queue.
+// TestSinkActivity: a streams sink's settled pushes count per queue, with the partitions
+// their segments opened (base offset 0).
 func TestSinkActivity(t *testing.T) {
 	t.Parallel()
 	act := &activityLog{}
@@ -126,7 +134,7 @@ func TestSinkActivity(t *testing.T) {
 		res[k] = ports.SegmentResult{Status: ports.SegmentQueued, PartitionID: fmt.Sprint("p", k)}
 	}
 	sink.Settle(res)
-	want := []string{"pushed q 2", "pushed r 1"}
+	want := []string{"created q 1", "created r 1", "pushed q 2", "pushed r 1"}
 	if got := act.sorted(); !slices.Equal(got, want) {
 		t.Errorf("activity %q, want %q", got, want)
 	}
