@@ -22,7 +22,7 @@ var (
 	resStatsKeys      = []string{"total", "pending", "processing", "completed", "failed", "deadLetter"}
 	resDepthKeys      = []string{"queue", "group", "pending", "processing", "ready", "partitionsPending", "partitionsReady", "conflation", "effectivePending", "effectiveReady", "partitions"}
 	resDepthPartKeys  = []string{"partition", "pending", "processing", "ready"}
-	resOverviewKeys   = []string{"queues", "partitions", "namespaces", "tasks", "consumerGroups", "messages", "byNamespace", "timestamp", "statsAge"}
+	resOverviewKeys   = []string{"queues", "partitions", "namespaces", "tasks", "consumerGroups", "messages", "byNamespace", "throughput", "lag", "timestamp", "statsAge"}
 	resNamespaceKeys  = []string{"namespace", "queues", "partitions", "messages"}
 	resTaskKeys       = []string{"task", "queues", "partitions", "messages"}
 	resKeyMessageKeys = []string{"total", "pending"}
@@ -134,8 +134,24 @@ type resOverview struct {
 	ConsumerGroups int64          `json:"consumerGroups"`
 	Messages       resStats       `json:"messages"`
 	ByNamespace    []resNamespace `json:"byNamespace"`
-	Timestamp      string         `json:"timestamp"`
-	StatsAge       int            `json:"statsAge"`
+	// The history's (docs/api.md §5.11a; TestAnalyticsOverview checks them).
+	Throughput struct {
+		IngestedPerSecond  float64 `json:"ingestedPerSecond"`
+		ProcessedPerSecond float64 `json:"processedPerSecond"`
+	} `json:"throughput"`
+	Lag struct {
+		Time      resLagFigures `json:"time"`
+		Offset    resLagFigures `json:"offset"`
+		Positions int64         `json:"positions"`
+	} `json:"lag"`
+	Timestamp string `json:"timestamp"`
+	StatsAge  int    `json:"statsAge"`
+}
+
+type resLagFigures struct {
+	Avg    float64 `json:"avg"`
+	Median float64 `json:"median"`
+	Max    float64 `json:"max"`
 }
 
 // resGetOK GETs path, fails unless it answers 200 with a JSON body, and returns it.

@@ -11,10 +11,12 @@ import (
 
 // Shapes of the status routes (docs/api.md §5.11; GET /api/v1/status is ours, README).
 var (
-	statusKeys            = []string{"timeRange", "queues", "queueCount", "partitionCount", "messages", "leases", "deadLetterQueue", "statsAge"}
+	statusKeys = []string{"timeRange", "queues", "queueCount", "partitionCount", "messages", "leases", "deadLetterQueue", "statsAge",
+		"bucketMinutes", "pointCount", "byQueues", "throughput", "workers", "errors"} // the last six: the history's
+	statusMessagesKeys    = append(slices.Clone(resStatsKeys), "requests", "batchEfficiency")
 	statusActiveQueueKeys = []string{"id", "name", "namespace", "task", "partitions", "totalConsumed"}
 	statusLeasesKeys      = []string{"active", "partitionsWithLeases", "totalBatchSize", "totalAcked"}
-	statusDLQKeys         = []string{"totalMessages", "currentMessages", "affectedPartitions"}
+	statusDLQKeys         = []string{"totalMessages", "currentMessages", "affectedPartitions", "topErrors"}
 	statusQueueKeys       = []string{"id", "name", "namespace", "task", "createdAt", "partitions", "messages"}
 	statusQueueMsgKeys    = []string{"total", "pending", "processing", "completed", "deadLetter"}
 	statusDetailKeys      = []string{"queue", "partitions", "totals"}
@@ -37,10 +39,15 @@ type statusReport struct {
 		Partitions    int64  `json:"partitions"`
 		TotalConsumed int64  `json:"totalConsumed"`
 	} `json:"queues"`
-	QueueCount     int64    `json:"queueCount"`
-	PartitionCount int64    `json:"partitionCount"`
-	Messages       resStats `json:"messages"`
-	Leases         struct {
+	QueueCount     int64 `json:"queueCount"`
+	PartitionCount int64 `json:"partitionCount"`
+	Messages       struct {
+		resStats
+		// The history's (docs/api.md §5.11a; TestAnalyticsRoutes checks them).
+		Requests        struct{ Push, Pop, Ack int64 }   `json:"requests"`
+		BatchEfficiency struct{ Push, Pop, Ack float64 } `json:"batchEfficiency"`
+	} `json:"messages"`
+	Leases struct {
 		Active               int64 `json:"active"`
 		PartitionsWithLeases int64 `json:"partitionsWithLeases"`
 		TotalBatchSize       int64 `json:"totalBatchSize"`
@@ -50,8 +57,23 @@ type statusReport struct {
 		TotalMessages      int64 `json:"totalMessages"`
 		CurrentMessages    int64 `json:"currentMessages"`
 		AffectedPartitions int64 `json:"affectedPartitions"`
+		TopErrors          []struct {
+			Error string `json:"error"`
+			Count int64  `json:"count"`
+		} `json:"topErrors"`
 	} `json:"deadLetterQueue"`
 	StatsAge int `json:"statsAge"`
+	// The history's parts (docs/api.md §5.11a; TestAnalyticsRoutes checks them).
+	BucketMinutes int               `json:"bucketMinutes"`
+	PointCount    int               `json:"pointCount"`
+	ByQueues      bool              `json:"byQueues"`
+	Throughput    []json.RawMessage `json:"throughput"`
+	Workers       []json.RawMessage `json:"workers"`
+	Errors        struct {
+		DBErrors    int64 `json:"dbErrors"`
+		AckFailed   int64 `json:"ackFailed"`
+		DLQMessages int64 `json:"dlqMessages"`
+	} `json:"errors"`
 }
 
 type statusQueueMessages struct {
@@ -161,13 +183,13 @@ func TestStatusRoutes(t *testing.T) {
 		before := time.Now().Add(-time.Second)
 		raw := b.resDecode(t, "/api/v1/status", &st)
 		resWantKeys(t, raw, map[string][]string{"": statusKeys, "timeRange": {"from", "to"}, "queues/0": statusActiveQueueKeys,
-			"messages": resStatsKeys, "leases": statusLeasesKeys, "deadLetterQueue": statusDLQKeys})
+			"messages": statusMessagesKeys, "leases": statusLeasesKeys, "deadLetterQueue": statusDLQKeys})
 		from, to := resMillis(t, st.TimeRange.From), resMillis(t, st.TimeRange.To)
 		if to.Before(before) || time.Since(to) > time.Minute || to.Sub(from) != time.Hour {
 			t.Errorf("default range %s - %s, want the last hour", st.TimeRange.From, st.TimeRange.To)
 		}
 		if st.QueueCount != 2 || st.PartitionCount != 3 ||
-			st.Messages != (resStats{Total: 4, Pending: 3, Processing: 1, Completed: 0, DeadLetter: 1}) ||
+			st.Messages.resStats != (resStats{Total: 4, Pending: 3, Processing: 1, Completed: 0, DeadLetter: 1}) ||
 			st.Leases.Active != 1 || st.Leases.PartitionsWithLeases != 1 || st.Leases.TotalBatchSize != 1 ||
 			st.DeadLetterQueue.CurrentMessages != 1 || st.DeadLetterQueue.AffectedPartitions != 1 || st.StatsAge != 0 {
 			t.Errorf("status %s", raw)
