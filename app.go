@@ -70,8 +70,6 @@ func (a *App) Start(ctx context.Context) error {
 	a.hot.Start()
 	a.mesh.Start()
 	a.ret.Start()
-	// The metrics history flushes until Stop, not until the start-up deadline.
-	a.history.Start(context.WithoutCancel(ctx))
 	if a.keys != nil {
 		// Before listening: the first requests find the key set fetched (or its failure
 		// logged).
@@ -86,6 +84,12 @@ func (a *App) Start(ctx context.Context) error {
 		return fmt.Errorf("listen %s: %w", a.http.Addr, err)
 	}
 	a.ln = ln
+	// The metrics history names the port listened on (PORT 0 picks one), and flushes
+	// until Stop, not until the start-up deadline.
+	if tcp, ok := ln.Addr().(*net.TCPAddr); ok {
+		a.history.SetPort(tcp.Port)
+	}
+	a.history.Start(context.WithoutCancel(ctx))
 	go func() {
 		if err := a.http.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 			a.failed <- fmt.Errorf("http: %w", err)

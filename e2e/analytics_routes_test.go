@@ -328,8 +328,7 @@ func anaCheckSystem(t *testing.T, b *broker, from time.Time, want anaCounts) {
 		anaLeafFields(m+"/database", "pool_size", "pool_idle", "pool_active"),
 		anaLeafFields(m+"/runtime", "goroutines"), anaLeafFields(m+"/spool", "pending"),
 		anaPrefixed(m+"/requests", "count", "avgLatencyMs", "maxLatencyMs")),
-		map[string]string{"replicas/port": whyPort,
-			m + "/database/pool_idle/min": whyIdle,
+		map[string]string{
 			// Per minute, the spool's pending at the minute's last sample: 0 once
 			// drained (max keeps the spooled push).
 			m + "/spool/pending/avg": whySpool, m + "/spool/pending/min": whySpool, m + "/spool/pending/last": whySpool,
@@ -366,8 +365,7 @@ func anaCheckWorkers(t *testing.T, b *broker, from time.Time, want anaCounts) {
 		anaPrefixed("workers", anaWorkerFields...), anaPrefixed("queues", "queueName", "popCount", "avgLagMs", "maxLagMs"),
 		anaPrefixed("summary", "totalPushMessages", "totalPopMessages", "totalAckMessages", "totalPushRequests",
 			"totalPopRequests", "totalAckRequests", "totalDbErrors", "totalAckFailed", "totalDlq")),
-		map[string]string{"timeSeries/dbErrors": whyDBErrors, "summary/totalDbErrors": whyDBErrors,
-			"workers/port": whyPort, "timeSeries/minFreeSlots": whyIdle, "workers/freeSlots": whyIdle})
+		map[string]string{"timeSeries/dbErrors": whyDBErrors, "summary/totalDbErrors": whyDBErrors})
 	got, _ := b.anaWorkerSummary(t, from, "")
 	wantSum := anaSummary{TotalPushMessages: want.PushMessages, TotalPopMessages: want.PopMessages,
 		TotalAckMessages: want.AckSuccess + want.AckFailed, TotalPushRequests: want.PushRequests,
@@ -423,8 +421,8 @@ func anaCheckStatus(t *testing.T, b *broker, from time.Time, want anaCounts) {
 		anaPrefixed("errors", "dbErrors", "ackFailed", "dlqMessages")),
 		map[string]string{"statsAge": "always 0: computed at the request", "byQueues": "false without a filter",
 			"messages/failed": "always null, as Queen's", "leases/totalAcked": "always 0, as Queen's",
-			"throughput/dbErrors": whyDBErrors, "errors/dbErrors": whyDBErrors, "workers/port": whyPort,
-			"workers/freeSlots": whyIdle, "throughput/dbPoolActive": whyPoolActive})
+			"throughput/dbErrors": whyDBErrors, "errors/dbErrors": whyDBErrors,
+			"throughput/dbPoolActive": whyPoolActive})
 	var st struct {
 		Messages struct {
 			Requests        struct{ Push, Pop, Ack int64 }

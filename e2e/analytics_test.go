@@ -208,15 +208,11 @@ func anaLeafFields(prefix string, gauges ...string) []string {
 // anaZeroWhy are the reasons a field may stay zero whatever the traffic.
 const (
 	whyDBErrors = "no statement of these tests fails on the database (nothing is counted unless one does)"
-	whyPort     = "the test brokers listen on PORT=0 (a free port): the history records the configured port, 0"
 	// A partition is deleted once empty (its messages and their dedup hashes, kept at
 	// least 900 s, gone) and idle PARTITION_CLEANUP_DAYS (a day at least): out of a
 	// test's reach; core/retention's tests cover the report of the deletions.
 	whyDeleted = "no partition is deleted in a test: one must be empty and idle a day"
-	// The pool opens connections as they are needed (pool_size is the open ones): a
-	// sample taken while a request or the flush holds every open one reads none idle.
-	whyIdle = "the fewest idle of the open connections: 0 when a sample finds each one in use"
-	// An idle broker between requests: its last sample, and its fewest, hold none.
+	// An idle broker between requests: its last sample, and its fewest, hold none in use.
 	whyActive = "0 on a broker sampled between requests"
 	// The average of the connections in use at the samples, to 0.1: the test's light
 	// traffic holds one at about one sample in twenty.

@@ -61,6 +61,8 @@ type Store struct {
 	// connection the pool opens applies the schema before anyone uses it (afterConnect).
 	schemaPending atomic.Bool
 	schemaMu      sync.Mutex // one connection applies it; the others wait, then find it done
+
+	failed atomic.Int64 // statements that failed (Failed)
 }
 
 // Open connects a pool to url. It does not apply the schema (see Migrate).
@@ -106,6 +108,11 @@ func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 
 // PoolStat is a reading of the pool's counters (GET /metrics).
 func (s *Store) PoolStat() ports.PoolStat { return s.pool.Stat() }
+
+// Failed counts the statements that failed since Open: refused by the database, on a
+// lost connection, out of time or without a connection; not those whose caller went
+// away, nor a query that found no row (the metrics history's dbErrors).
+func (s *Store) Failed() int64 { return s.failed.Load() }
 
 // PoolStats reports the pool's connections: total, idle and in use.
 func (s *Store) PoolStats() (total, idle, acquired int32) {
@@ -195,9 +202,11 @@ func (s *Store) run(ctx context.Context, op string, fn func(context.Context, *pg
 	defer cancel()
 	c, err := s.pool.Acquire(ctx)
 	if err != nil {
+		s.countFailed(ctx, err)
 		return translate(op+": acquire", err)
 	}
 	err = fn(ctx, c)
+	s.countFailed(ctx, err)
 	if err != nil && (ctx.Err() != nil || isCancel(err)) {
 		// A caller that went away (a client's request ended) is no failure: DEBUG.
 		s.opts.Logger.Log(ctx, cancelLevel(ctx), "postgres: statement cancelled, discarding its connection", loglimit.Cause("postgres statement cancelled"),
@@ -208,6 +217,14 @@ func (s *Store) run(ctx context.Context, op string, fn func(context.Context, *pg
 	}
 	c.Release()
 	return translate(op, err)
+}
+
+// countFailed counts err in Failed unless there is none, it is a query that found no
+// row, or the caller went away.
+func (s *Store) countFailed(ctx context.Context, err error) {
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) && !errors.Is(ctx.Err(), context.Canceled) {
+		s.failed.Add(1)
+	}
 }
 
 // cancelLevel is the level of a cancelled statement's line: DEBUG when its caller

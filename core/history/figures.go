@@ -27,6 +27,10 @@ type Figures struct {
 	Pool func() (size, idle, active int64)
 	// SpoolPending is the spooled records not replayed yet [none].
 	SpoolPending func() int64
+	// DBErrors is the database statements that failed since the process started
+	// (cumulative) [none]: each flush writes the difference since the previous one,
+	// added to what DBError counted.
+	DBErrors func() int64
 	// Parked calls f for each queue with long polls parked now, with how many [none]
 	// (core/consume's Waker.EachParked).
 	Parked func(f func(tenant, queue string, n int))
@@ -51,6 +55,7 @@ type sampler struct {
 	parkedMax int64               // most parked at once over every queue
 	cpuUser   int64               // CPU time at the last flush, µs
 	cpuSys    int64
+	dbErrors  int64 // Figures.DBErrors at the last flush
 	at        time.Time // the last sample's
 }
 

@@ -22,6 +22,9 @@ func (r *Recorder) Start(ctx context.Context) {
 	}
 	r.stop, r.done = make(chan struct{}), make(chan struct{})
 	r.fig.cpuUser, r.fig.cpuSys = r.opts.Figures.CPU()
+	if f := r.opts.Figures.DBErrors; f != nil {
+		r.fig.dbErrors = f()
+	}
 	go r.run(ctx)
 }
 
@@ -152,6 +155,11 @@ func (r *Recorder) collect(minute time.Time) ports.MetricsFlush {
 	fig.LatencySumUs = r.latencySumUs.Swap(0)
 	fig.LatencyMaxUs = r.latencyMaxUs.Swap(0)
 	fig.DBErrors = r.dbErrors.Swap(0)
+	if f := r.opts.Figures.DBErrors; f != nil {
+		n := f()
+		fig.DBErrors += n - r.fig.dbErrors
+		r.fig.dbErrors = n
+	}
 	total.ParkedMax = parkedMax // at once over every queue, not the sum of each queue's most
 	f.Brokers = []ports.BrokerMinute{{Minute: minute, Broker: r.opts.Broker, Hostname: r.opts.Hostname,
 		Port: r.opts.Port, Counters: total, Figures: fig, Parked: parked}}

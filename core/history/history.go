@@ -132,6 +132,10 @@ func New(w ports.MetricsWriter, opts Options) *Recorder {
 // Instance is the id of this process's flushes.
 func (r *Recorder) Instance() string { return r.instance }
 
+// SetPort sets the port the broker rows name (Options.Port) once it is known; call it
+// before Start.
+func (r *Recorder) SetPort(port int) { r.opts.Port = port }
+
 // Activity is what the push, pop, ack and retention paths report to: r, or nil when
 // the history is off (Options.Off), so that they skip counting altogether.
 func (r *Recorder) Activity() ports.Activity {

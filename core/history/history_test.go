@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"maps"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -485,6 +487,33 @@ func BenchmarkPushedParallel(b *testing.B) {
 		for pb.Next() {
 			r.Pushed(tenant, queues[i%len(queues)], 1)
 			i++
+		}
+	})
+}
+
+// TestDBErrorsCounted: the store's cumulative count of failed statements becomes each
+// flush's difference (what failed before Start is not this broker's history), added to
+// what DBError counted.
+func TestDBErrorsCounted(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		var failed atomic.Int64
+		failed.Store(5) // before Start: not counted
+		fig := fixedFigures()
+		fig.DBErrors = failed.Load
+		r, m := newRecorder(t, Options{Figures: fig})
+		failed.Add(3)
+		r.DBError()
+		tick(time.Minute)
+		failed.Add(2)
+		tick(time.Minute)
+		r.Stop()
+		var got []int64
+		for _, b := range m.BrokerMinutes() {
+			got = append(got, b.Figures.DBErrors)
+		}
+		if !slices.Equal(got, []int64{4, 2}) {
+			t.Errorf("dbErrors per minute = %v, want [4 2]", got)
 		}
 	})
 }
