@@ -128,8 +128,7 @@ func (r *Recorder) collect(minute time.Time) ports.MetricsFlush {
 	f := ports.MetricsFlush{Instance: r.instance, Seq: r.seq}
 	var total ports.Counters
 	var idle []queueKey
-	r.queues.Range(func(key, v any) bool {
-		k, c := key.(queueKey), v.(*counters)
+	r.each(func(k queueKey, c *counters) bool {
 		qc, parked := c.swap()
 		qc.ParkedMax = c.parkedIncrease(minute, parked)
 		if parked == 0 && qc == (ports.Counters{}) {
@@ -171,8 +170,9 @@ func (r *Recorder) collect(minute time.Time) ports.MetricsFlush {
 // entry, for the next flush.
 func (r *Recorder) evict(keys []queueKey) {
 	for _, k := range keys {
-		v, ok := r.queues.Load(k)
-		if !ok || !r.queues.CompareAndDelete(k, v) {
+		m, key := r.mapOf(k.tenant, k.queue)
+		v, ok := m.Load(key)
+		if !ok || !m.CompareAndDelete(key, v) {
 			continue
 		}
 		c := v.(*counters)

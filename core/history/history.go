@@ -73,10 +73,14 @@ type Recorder struct {
 	opts     Options
 	instance string
 
-	// queues maps a (tenant, queue) to its *counters. A sync.Map: the hot path's lookup
-	// of a known queue writes no shared word (a read lock's count would be one line
-	// every core writes). Entries idle for evictAfter flushes are removed (evict).
-	queues  sync.Map
+	// queues maps a queue name of the default tenant (ports.DefaultTenant, every queue
+	// unless tenancy is on) to its *counters, and tenants a (tenant, queue) of the others.
+	// sync.Maps: the hot path's lookup of a known queue writes no shared word (a read
+	// lock's count would be one line every core writes); a string key hashes in a third
+	// of a struct key's time, which is why the default tenant has a map of its own.
+	// Entries idle for evictAfter flushes are removed (evict).
+	queues  sync.Map // string -> *counters
+	tenants sync.Map // queueKey -> *counters
 	unnamed counters // activity of no named queue: the broker's totals only
 
 	requests, latencySumUs, latencyMaxUs, dbErrors atomic.Int64
@@ -151,12 +155,38 @@ func (r *Recorder) entry(tenant, queue string) *counters {
 	if queue == "" {
 		return &r.unnamed
 	}
-	k := queueKey{tenant, queue}
-	if v, ok := r.queues.Load(k); ok {
+	// Each lookup with its concrete key type: a key passed on as an interface would
+	// escape, and allocate on every call.
+	if tenant == ports.DefaultTenant {
+		if v, ok := r.queues.Load(queue); ok {
+			return v.(*counters)
+		}
+	} else if v, ok := r.tenants.Load(queueKey{tenant, queue}); ok {
 		return v.(*counters)
 	}
-	v, _ := r.queues.LoadOrStore(k, new(counters))
+	m, k := r.mapOf(tenant, queue)
+	v, _ := m.LoadOrStore(k, new(counters))
 	return v.(*counters)
+}
+
+// mapOf returns the map holding (tenant, queue) and its key there.
+func (r *Recorder) mapOf(tenant, queue string) (*sync.Map, any) {
+	if tenant == ports.DefaultTenant {
+		return &r.queues, queue
+	}
+	return &r.tenants, queueKey{tenant, queue}
+}
+
+// each calls f for every queue's counters until f returns false.
+func (r *Recorder) each(f func(k queueKey, c *counters) bool) {
+	cont := true
+	r.queues.Range(func(key, v any) bool {
+		cont = f(queueKey{ports.DefaultTenant, key.(string)}, v.(*counters))
+		return cont
+	})
+	if cont {
+		r.tenants.Range(func(key, v any) bool { return f(key.(queueKey), v.(*counters)) })
+	}
 }
 
 // settle finishes an addition to c: if c was evicted meanwhile, its counts move to the

@@ -372,32 +372,41 @@ func TestFiguresAndParked(t *testing.T) {
 }
 
 // TestEviction: a queue idle for evictAfter flushes leaves the map; counting it again
-// brings it back.
+// brings it back. The default tenant's queues and the other tenants' live in maps of
+// their own; both evict alike.
 func TestEviction(t *testing.T) {
 	t.Parallel()
-	synctest.Test(t, func(t *testing.T) {
-		r, m := newRecorder(t, Options{})
-		defer r.Stop()
-		r.Pushed(tenant, "q", 1)
-		tick(time.Minute)
-		entries := func() (n int) {
-			r.queues.Range(func(any, any) bool { n++; return true })
-			return n
-		}
-		tick((evictAfter - 1) * time.Minute)
-		if n := entries(); n != 1 {
-			t.Fatalf("%d entries after %d idle flushes, want 1", n, evictAfter-1)
-		}
-		tick(time.Minute)
-		if n := entries(); n != 0 {
-			t.Fatalf("%d entries after %d idle flushes, want 0", n, evictAfter)
-		}
-		r.Pushed(tenant, "q", 2)
-		tick(time.Minute)
-		if got := queueRow(m, start.Add((evictAfter+1)*time.Minute), "q").PushMessages; got != 2 {
-			t.Errorf("after eviction: %d messages, want 2", got)
-		}
-	})
+	for _, ten := range []string{tenant, "0a7e7e7e-0000-4000-8000-000000000002"} {
+		t.Run(ten, func(t *testing.T) {
+			t.Parallel()
+			synctest.Test(t, func(t *testing.T) {
+				r, m := newRecorder(t, Options{})
+				defer r.Stop()
+				r.Pushed(ten, "q", 1)
+				tick(time.Minute)
+				if q := m.QueueMinutes(); len(q) != 1 || q[0].Tenant != ten {
+					t.Fatalf("rows %+v, want one of tenant %s", q, ten)
+				}
+				entries := func() (n int) {
+					r.each(func(queueKey, *counters) bool { n++; return true })
+					return n
+				}
+				tick((evictAfter - 1) * time.Minute)
+				if n := entries(); n != 1 {
+					t.Fatalf("%d entries after %d idle flushes, want 1", n, evictAfter-1)
+				}
+				tick(time.Minute)
+				if n := entries(); n != 0 {
+					t.Fatalf("%d entries after %d idle flushes, want 0", n, evictAfter)
+				}
+				r.Pushed(ten, "q", 2)
+				tick(time.Minute)
+				if got := queueRow(m, start.Add((evictAfter+1)*time.Minute), "q").PushMessages; got != 2 {
+					t.Errorf("after eviction: %d messages, want 2", got)
+				}
+			})
+		})
+	}
 }
 
 // TestEvictionRace: additions racing the eviction of their entry are all kept, moved to
