@@ -55,6 +55,7 @@ bench:
 # a dashboard polling every 5 s, one flush of 1,000 queues.
 bench-history:
 	$(GO) test -run '^$$' -bench 'PushHistoryCost|PushWithDashboard' -benchtime 1x -timeout 30m ./bench/broker
+	$(GO) test -run '^$$' -bench 'AnalyticsDay' -benchtime 3x -timeout 30m ./bench/broker
 	$(GO) test -run '^$$' -bench 'MetricsFlush' -benchtime 20x ./adapters/postgres
 
 # The consume path: pop+ack throughput over a prefilled queue, and push-to-pop latency

@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -165,5 +166,46 @@ func historyFill(b *testing.B, db string, queues, minutes int) {
 			6000, 60000, 6000, 600000, 3e7, 1e7, 12, 12 * 5e7, 5e7, 5e7, 5e7
 		FROM generate_series(1, $1::int) m, generate_series(1, 2) br`, minutes); err != nil {
 		b.Fatalf("fill broker minutes: %v", err)
+	}
+}
+
+// analyticsRoutes are the history's reads a dashboard or queenctl makes, over a range.
+var analyticsRoutes = []string{
+	"/api/v1/analytics/queue-ops", "/api/v1/analytics/queue-lag", "/api/v1/analytics/worker-metrics",
+	"/api/v1/analytics/system-metrics", "/api/v1/analytics/queue-parked-replicas", "/api/v1/status/analytics",
+	"/api/v1/status", "/ui/fragments/overview",
+}
+
+// BenchmarkAnalyticsDay: each history read over 24 hours of 1,000 queues and two brokers
+// (1.44 million queue minutes), answered afresh (QUEEN_ADMIN_SHARE_MS=0), one request at
+// a time: ms per answer, by route. The target is under 1 s each. Run with -benchtime 3x
+// (make bench-history).
+func BenchmarkAnalyticsDay(b *testing.B) {
+	br := startBroker(b, map[string]string{"QUEEN_ADMIN_SHARE_MS": "0"})
+	historyFill(b, br.DB, 1000, 24*60)
+	settle(b, br.DB)
+	c := newRawClient(br.URL)
+	defer c.close()
+	from := time.Now().Add(-24 * time.Hour).UTC().Format(time.RFC3339)
+	for _, route := range analyticsRoutes {
+		name := route[strings.LastIndex(route, "/")+1:]
+		b.Run(name, func(b *testing.B) {
+			path := route + "?from=" + from
+			if strings.HasPrefix(route, "/ui/") {
+				path = route + "?range=24h"
+			}
+			var worst time.Duration
+			for b.Loop() {
+				t0 := time.Now()
+				code, body, err := c.do(http.MethodGet, path, nil)
+				if err != nil || code != http.StatusOK {
+					b.Fatalf("GET %s: %d %v %.200s", path, code, err, body)
+				}
+				worst = max(worst, time.Since(t0))
+			}
+			b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N), "ms/answer")
+			b.ReportMetric(float64(worst.Microseconds())/1000, "worst-ms")
+			b.ReportMetric(0, "ns/op")
+		})
 	}
 }
