@@ -109,3 +109,36 @@ CREATE TABLE IF NOT EXISTS queen.retention_runs (
     bytes_removed       bigint      NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS retention_runs_ran_at ON queen.retention_runs (ran_at);
+
+-- Rollups of metrics_queue_minutes: one row per (width, bucket, tenant, queue name), the
+-- queue's minutes of the bucket summed (width 5 or 60 minutes; bucket the first minute,
+-- date_bin on the Unix epoch, as the analytics reads bin). The flush statement upserts
+-- them with its minute rows under the same (instance, seq) guard, so they always equal
+-- their minutes: counters add, lag_max_ms takes the larger, parked_max is the largest
+-- minute row's (the minute rows sum it over brokers). Reads of 24 hours or more take
+-- their queue figures from here instead of 1,440 minute rows per queue.
+CREATE TABLE IF NOT EXISTS queen.metrics_queue_rollups (
+    width               smallint    NOT NULL, -- minutes: 5 or 60
+    bucket              timestamptz NOT NULL, -- the bucket's first minute
+    tenant_id           uuid        NOT NULL,
+    queue_name          text        NOT NULL,
+    push_requests       bigint      NOT NULL DEFAULT 0,
+    push_messages       bigint      NOT NULL DEFAULT 0,
+    pop_requests        bigint      NOT NULL DEFAULT 0,
+    pop_messages        bigint      NOT NULL DEFAULT 0,
+    pop_empty           bigint      NOT NULL DEFAULT 0,
+    ack_requests        bigint      NOT NULL DEFAULT 0,
+    ack_success         bigint      NOT NULL DEFAULT 0,
+    ack_failed          bigint      NOT NULL DEFAULT 0,
+    dlq_moves           bigint      NOT NULL DEFAULT 0,
+    transactions        bigint      NOT NULL DEFAULT 0,
+    partitions_created  bigint      NOT NULL DEFAULT 0,
+    partitions_deleted  bigint      NOT NULL DEFAULT 0,
+    parked_max          bigint      NOT NULL DEFAULT 0, -- the largest of the minute rows'
+    lag_count           bigint      NOT NULL DEFAULT 0,
+    lag_sum_ms          bigint      NOT NULL DEFAULT 0,
+    lag_max_ms          bigint      NOT NULL DEFAULT 0,
+    PRIMARY KEY (width, bucket, tenant_id, queue_name)
+);
+CREATE INDEX IF NOT EXISTS metrics_queue_rollups_queue
+    ON queen.metrics_queue_rollups (tenant_id, queue_name, width, bucket);

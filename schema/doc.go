@@ -85,7 +85,7 @@
 //     says per partition what each rule removed; log_purge_dead_letters_v2,
 //     log_purge_traces_v2 and log_drop_empty_partitions_v2 answer per queue (their v1,
 //     the sums, serve older brokers); log_purge_history_v1 purges the metrics history
-//     (016_metrics.sql).
+//     (016_metrics.sql: minute rows, their 5- and 60-minute rollups, flushes, runs).
 //
 //   - 014_streams.sql: stream_queries (one row per query name, its opaque config_hash)
 //     and stream_state (primary key query_id, partition_id, key COLLATE "C": a shard is

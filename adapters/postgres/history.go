@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -114,22 +115,20 @@ func buildWriteMetricsSQL() string {
     RETURNING 1
 ), queues AS (
     INSERT INTO queen.metrics_queue_minutes AS m (minute, tenant_id, queue_name`)
-	p := 3
 	for _, c := range queueCols {
 		b.WriteString(", " + c.name)
 	}
 	fmt.Fprintf(&b, ")\n    SELECT u.minute, u.tenant::uuid, u.queue_name")
 	writeNames(&b, queueCols)
-	fmt.Fprintf(&b, "\n      FROM unnest($%d::timestamptz[], $%d::text[], $%d::text[]", p, p+1, p+2)
-	p += queueKeyParams
-	p = writeArrays(&b, p, len(queueCols))
-	b.WriteString(") AS u(minute, tenant, queue_name")
-	writeNames(&b, queueCols)
-	b.WriteString(`)
+	b.WriteString("\n      FROM ")
+	p := writeQueueUnnest(&b, 3)
+	b.WriteString(`
      WHERE EXISTS (SELECT 1 FROM flush)
      ORDER BY 1, 2, 3
     ON CONFLICT (minute, tenant_id, queue_name) DO UPDATE SET `)
 	writeMerges(&b, queueCols)
+	b.WriteString("\n    RETURNING m.minute, m.tenant_id, m.queue_name, m.parked_max\n")
+	writeRollups(&b)
 	b.WriteString(`
 ), brokers AS (
     INSERT INTO queen.metrics_broker_minutes AS m (minute, broker, hostname, port, parked`)
@@ -153,6 +152,63 @@ func buildWriteMetricsSQL() string {
 	writeMerges(&b, brokerCols)
 	b.WriteString("\n)\nSELECT EXISTS (SELECT 1 FROM flush)")
 	return b.String()
+}
+
+// writeQueueUnnest writes the flush's queue rows as a table (alias u) from parameter p
+// and returns the number of the parameter after them.
+func writeQueueUnnest(b *strings.Builder, p int) int {
+	fmt.Fprintf(b, "unnest($%d::timestamptz[], $%d::text[], $%d::text[]", p, p+1, p+2)
+	p = writeArrays(b, p+queueKeyParams, len(queueCols))
+	b.WriteString(") AS u(minute, tenant, queue_name")
+	writeNames(b, queueCols)
+	b.WriteString(")")
+	return p
+}
+
+// rollupWidths are the widths of metrics_queue_rollups, in minutes.
+var rollupWidths = []int{5, 60}
+
+// writeRollups writes the rollups CTE: the flush's queue rows summed per bucket of
+// each width and upserted into metrics_queue_rollups in key order. It joins the rows
+// the queues CTE upserted, so it adds nothing when the flush was applied before, and
+// the aggregate reads every one of them before the first rollup is written: a flush
+// locks its minute rows, then its rollups, each in key order, as every broker's does.
+// parked_max is the largest of the minute rows as upserted (the minute row sums it
+// over brokers, the bucket keeps its largest minute); the counters add the deltas and
+// lag_max_ms takes the larger, as on the minute rows.
+func writeRollups(b *strings.Builder) {
+	b.WriteString(`), rollups AS (
+    INSERT INTO queen.metrics_queue_rollups AS m (width, bucket, tenant_id, queue_name`)
+	writeNames(b, queueCols)
+	b.WriteString(")\n    SELECT w.width, date_bin(make_interval(mins => w.width), u.minute, timestamptz '1970-01-01 00:00:00+00'), r.tenant_id, u.queue_name")
+	cols := slices.Clone(queueCols)
+	for i, c := range cols {
+		switch {
+		case c.name == "parked_max":
+			cols[i].merge = mergeMax
+			b.WriteString(",\n           max(r.parked_max)")
+		case c.merge == mergeMax:
+			fmt.Fprintf(b, ",\n           max(u.%s)", c.name)
+		default:
+			fmt.Fprintf(b, ",\n           sum(u.%s)::int8", c.name)
+		}
+	}
+	b.WriteString("\n      FROM ")
+	writeQueueUnnest(b, 3)
+	b.WriteString(`
+      JOIN queues r ON r.minute = u.minute AND r.tenant_id = u.tenant::uuid AND r.queue_name = u.queue_name
+     CROSS JOIN unnest(ARRAY[`)
+	for i, w := range rollupWidths {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(b, "%d", w)
+	}
+	b.WriteString(`]::int2[]) AS w(width)
+     GROUP BY 1, 2, 3, 4
+     ORDER BY 1, 2, 3, 4
+    ON CONFLICT (width, bucket, tenant_id, queue_name) DO UPDATE SET `)
+	writeMerges(b, cols)
 }
 
 func writeNames[T any](b *strings.Builder, cols []metricCol[T]) {

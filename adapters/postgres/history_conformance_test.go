@@ -19,6 +19,7 @@ func TestMetricsWriterConformance(t *testing.T) {
 			Writer:  s,
 			Queues:  s.queueMinutes,
 			Brokers: s.brokerMinutes,
+			Rollups: s.queueRollups,
 		}
 	})
 }
@@ -33,8 +34,19 @@ func colNames[T any](cols []metricCol[T]) string {
 
 func (s *Store) queueMinutes(t *testing.T) []ports.QueueMinute {
 	t.Helper()
-	rows, err := s.pool.Query(context.Background(), `SELECT minute, tenant_id::text, queue_name, `+colNames(queueCols)+
-		` FROM queen.metrics_queue_minutes`)
+	return s.queueRows(t, `SELECT minute, tenant_id::text, queue_name, `+colNames(queueCols)+` FROM queen.metrics_queue_minutes`)
+}
+
+// queueRollups reads the rollups of width minutes, each bucket as a row's Minute.
+func (s *Store) queueRollups(t *testing.T, width int) []ports.QueueMinute {
+	t.Helper()
+	return s.queueRows(t, `SELECT bucket, tenant_id::text, queue_name, `+colNames(queueCols)+
+		` FROM queen.metrics_queue_rollups WHERE width = $1`, width)
+}
+
+func (s *Store) queueRows(t *testing.T, sql string, args ...any) []ports.QueueMinute {
+	t.Helper()
+	rows, err := s.pool.Query(context.Background(), sql, args...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,10 @@ type MetricsFixture struct {
 	// Queues and Brokers return every stored row, in any order.
 	Queues  func(t *testing.T) []ports.QueueMinute
 	Brokers func(t *testing.T) []ports.BrokerMinute
+	// Rollups, when set, returns every stored rollup row of width minutes (5 or 60), its
+	// bucket's first minute as Minute: each must equal its minutes summed (parked_max
+	// the largest minute's, lag_max_ms the largest). Nil for a writer without rollups.
+	Rollups func(t *testing.T, width int) []ports.QueueMinute
 }
 
 // MetricsWriter runs the conformance suite of ports.MetricsWriter; newFixture must
@@ -45,6 +49,7 @@ func MetricsWriter(t *testing.T, newFixture func(t *testing.T) MetricsFixture) {
 		{"an empty flush is accepted", testMetricsEmpty},
 		{"a cancelled context fails and stores nothing", testMetricsCancelled},
 		{"concurrent flushes of many brokers all add up", testMetricsConcurrent},
+		{"the 5- and 60-minute rollups equal their minutes", testMetricsRollups},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -111,6 +116,7 @@ func wantQueueRows(t *testing.T, f MetricsFixture, want ...ports.QueueMinute) {
 			t.Fatalf("queue row %d:\n%+v\nwant:\n%+v", i, got[i], want[i])
 		}
 	}
+	wantRollups(t, f, got)
 }
 
 func wantBrokerRows(t *testing.T, f MetricsFixture, want ...ports.BrokerMinute) {
