@@ -11,9 +11,39 @@ import (
 // a multiple of Bucket since 1970-01-01T00:00Z, so the same minute falls in the same
 // bucket whatever the range (a chart polled again keeps its points). Bucket is a whole
 // number of minutes, at least one.
+//
+// Queue figures are kept per minute and in rollups of 5 and 60 minutes (schema/
+// 016_metrics.sql): a read takes the widest rollup whose width divides Bucket (Rollup)
+// and covers whole rollups (Whole), so a series and its totals cover the same minutes.
 type MetricsSpan struct {
 	From, To time.Time
 	Bucket   time.Duration
+}
+
+// Rollup is the width in minutes of the rows a read of the span's queue figures takes:
+// 60 (the hourly rollups) when Bucket is a whole number of hours, 5 when a whole number
+// of 5 minutes, else 1 (the minute rows).
+func (s MetricsSpan) Rollup() int {
+	m := int(s.Bucket / time.Minute)
+	switch {
+	case m > 0 && m%60 == 0:
+		return 60
+	case m > 0 && m%5 == 0:
+		return 5
+	}
+	return 1
+}
+
+// Whole is the span widened to whole rollups of Rollup minutes, aligned on the Unix
+// epoch: From truncated down to its rollup's first minute, To extended to its rollup's
+// last minute (both UTC, truncated to the minute; unchanged beyond that for Rollup 1).
+func (s MetricsSpan) Whole() MetricsSpan {
+	w := int64(s.Rollup()) * 60
+	start := func(t time.Time) time.Time {
+		sec := t.UTC().Truncate(time.Minute).Unix()
+		return time.Unix(sec-((sec%w)+w)%w, 0).UTC()
+	}
+	return MetricsSpan{From: start(s.From), To: start(s.To).Add(time.Duration(w-60) * time.Second), Bucket: s.Bucket}
 }
 
 // QueueBucket is one bucket of the per-queue history: the counters of the selected

@@ -21,10 +21,13 @@ var _ ports.MetricsReader = (*Admin)(nil)
 // minutes whatever the range asked (ports.MetricsSpan).
 const anaEpoch = "timestamptz '1970-01-01 00:00:00+00'"
 
-// anaSpan is a span's bounds as the statements take them: the first and last minute
-// (truncated; rows are keyed by their minute's start) and the bucket width in minutes.
+// anaSpan is a span's bounds as the statements take them: the first and last minute of
+// its whole rollups (ports.MetricsSpan.Whole; rows are keyed by their minute's start),
+// so that every read of one span covers the minutes its queue figures do, and the
+// bucket width in minutes.
 func anaSpan(s ports.MetricsSpan) (from, to time.Time, minutes int) {
-	return s.From.UTC().Truncate(time.Minute), s.To.UTC().Truncate(time.Minute), max(int(s.Bucket/time.Minute), 1)
+	w := s.Whole()
+	return w.From, w.To, max(int(s.Bucket/time.Minute), 1)
 }
 
 // anaCounterColumns are the aggregates of ports.Counters over rows of either history
@@ -78,12 +81,21 @@ func (c anaCounters) port() ports.Counters {
 }
 
 // anaQueueRows is the FROM and WHERE of a read of the queue rows (alias m) of the
-// queues f selects in [from, to]: the queue rows are joined (alias q) only for a
-// namespace or task filter.
-func anaQueueRows(st *stmt, tenant string, from, to time.Time, f ports.ResourceFilter) *bun.SelectQuery {
-	q := st.NewSelect().TableExpr("queen.metrics_queue_minutes AS m").
-		Where("m.tenant_id = ?::uuid", st.arg(tenant)).
-		Where("m.minute >= ?", st.arg(from)).Where("m.minute <= ?", st.arg(to))
+// queues f selects over span's whole rollups (ports.MetricsSpan.Whole): the rollups of
+// the span's width (ports.MetricsSpan.Rollup), or the minute rows for width 1; at names
+// the rows' time column (their first minute). The queue rows are joined (alias q) only
+// for a namespace or task filter.
+func anaQueueRows(st *stmt, tenant string, span ports.MetricsSpan, f ports.ResourceFilter) (q *bun.SelectQuery, at string) {
+	whole, width := span.Whole(), span.Rollup()
+	if width == 1 {
+		q, at = st.NewSelect().TableExpr("queen.metrics_queue_minutes AS m"), "m.minute"
+	} else {
+		// The rollup holding To starts at most width - 1 minutes before it.
+		q, at = st.NewSelect().TableExpr("queen.metrics_queue_rollups AS m").Where("m.width = ?", st.arg(width)), "m.bucket"
+		whole.To = whole.To.Add(-time.Duration(width-1) * time.Minute)
+	}
+	q = q.Where("m.tenant_id = ?::uuid", st.arg(tenant)).
+		Where("? >= ?", bun.Safe(at), st.arg(whole.From)).Where("? <= ?", bun.Safe(at), st.arg(whole.To))
 	if f.Queue != "" {
 		q = q.Where("m.queue_name = ?", st.arg(f.Queue))
 	}
@@ -96,7 +108,7 @@ func anaQueueRows(st *stmt, tenant string, from, to time.Time, f ports.ResourceF
 			q = q.Where("q.task = ?", st.arg(f.Task))
 		}
 	}
-	return q
+	return q, at
 }
 
 type anaQueueBucketRow struct {
@@ -110,12 +122,12 @@ func (a *Admin) QueueSeries(ctx context.Context, tenant string, span ports.Metri
 	if queues != nil && len(queues) == 0 {
 		return nil, nil
 	}
-	from, to, minutes := anaSpan(span)
+	_, _, minutes := anaSpan(span)
 	var rows []anaQueueBucketRow
 	err := a.run(ctx, "queue series", func(ctx context.Context, c bun.Conn) error {
 		st := newStmt(c)
-		q := anaQueueRows(st, tenant, from, to, f).
-			ColumnExpr("date_bin(make_interval(mins => ?), m.minute, "+anaEpoch+") AS bucket", st.arg(minutes)).
+		q, at := anaQueueRows(st, tenant, span, f)
+		q = q.ColumnExpr("date_bin(make_interval(mins => ?), ?, "+anaEpoch+") AS bucket", st.arg(minutes), bun.Safe(at)).
 			ColumnExpr(anaCounterColumns).ColumnExpr(anaPartitionColumns).
 			GroupExpr("1").OrderExpr("1")
 		if queues == nil {
@@ -145,12 +157,11 @@ type anaQueueTotalRow struct {
 // QueueTotals implements ports.MetricsReader: one statement; each queue's partitions
 // are counted through the partitions' (queue_id, name) key.
 func (a *Admin) QueueTotals(ctx context.Context, tenant string, span ports.MetricsSpan, f ports.ResourceFilter) ([]ports.QueueTotal, error) {
-	from, to, _ := anaSpan(span)
 	var rows []anaQueueTotalRow
 	err := a.run(ctx, "queue totals", func(ctx context.Context, c bun.Conn) error {
 		st := newStmt(c)
-		sums := anaQueueRows(st, tenant, from, to, f).
-			ColumnExpr("m.queue_name AS queue").ColumnExpr(anaCounterColumns).ColumnExpr(anaPartitionColumns).
+		sums, _ := anaQueueRows(st, tenant, span, f)
+		sums = sums.ColumnExpr("m.queue_name AS queue").ColumnExpr(anaCounterColumns).ColumnExpr(anaPartitionColumns).
 			GroupExpr("m.queue_name")
 		return st.NewRaw(`
 SELECT s.*,

@@ -18,17 +18,42 @@ var anaT0 = time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC)
 
 func anaMin(n int) time.Time { return anaT0.Add(time.Duration(n) * time.Minute) }
 
-// queueMinute inserts one queue row with the counters given by name (the rest 0).
+// queueMinute inserts one queue row with the counters given by name (the rest 0), and
+// adds it to its 5- and 60-minute rollups as a broker's flush does (anaRollupSQL).
 func (f *fixture) queueMinute(t *testing.T, tenantID string, minute time.Time, queue string, c ports.Counters) {
 	t.Helper()
-	f.exec(t, `INSERT INTO queen.metrics_queue_minutes (minute, tenant_id, queue_name, push_requests, push_messages,
+	f.exec(t, `WITH mm AS (
+	  INSERT INTO queen.metrics_queue_minutes (minute, tenant_id, queue_name, push_requests, push_messages,
 	    pop_requests, pop_messages, pop_empty, ack_requests, ack_success, ack_failed, dlq_moves, transactions,
 	    partitions_created, partitions_deleted, parked_max, lag_count, lag_sum_ms, lag_max_ms)
-	  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)`,
+	  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)
+	  RETURNING *)`+anaRollupSQL,
 		minute, tenantID, queue, c.PushRequests, c.PushMessages, c.PopRequests, c.PopMessages, c.PopEmpty,
 		c.AckRequests, c.AckSuccess, c.AckFailed, c.DLQMoves, c.Transactions, c.PartitionsCreated,
 		c.PartitionsDeleted, c.ParkedMax, c.LagCount, c.LagSumMs, c.LagMaxMs)
 }
+
+// anaRollupSQL adds the minute rows of CTE mm to their 5- and 60-minute rollups
+// (schema/016_metrics.sql): counters add, the maxima take the larger.
+const anaRollupSQL = `
+	INSERT INTO queen.metrics_queue_rollups AS r (width, bucket, tenant_id, queue_name, push_requests, push_messages,
+	    pop_requests, pop_messages, pop_empty, ack_requests, ack_success, ack_failed, dlq_moves, transactions,
+	    partitions_created, partitions_deleted, parked_max, lag_count, lag_sum_ms, lag_max_ms)
+	SELECT w.width, date_bin(make_interval(mins => w.width), mm.minute, timestamptz '1970-01-01 00:00:00+00'),
+	       mm.tenant_id, mm.queue_name, mm.push_requests, mm.push_messages, mm.pop_requests, mm.pop_messages,
+	       mm.pop_empty, mm.ack_requests, mm.ack_success, mm.ack_failed, mm.dlq_moves, mm.transactions,
+	       mm.partitions_created, mm.partitions_deleted, mm.parked_max, mm.lag_count, mm.lag_sum_ms, mm.lag_max_ms
+	  FROM mm CROSS JOIN unnest(ARRAY[5, 60]::int2[]) AS w(width)
+	ON CONFLICT (width, bucket, tenant_id, queue_name) DO UPDATE SET
+	    push_requests = r.push_requests + EXCLUDED.push_requests, push_messages = r.push_messages + EXCLUDED.push_messages,
+	    pop_requests = r.pop_requests + EXCLUDED.pop_requests, pop_messages = r.pop_messages + EXCLUDED.pop_messages,
+	    pop_empty = r.pop_empty + EXCLUDED.pop_empty, ack_requests = r.ack_requests + EXCLUDED.ack_requests,
+	    ack_success = r.ack_success + EXCLUDED.ack_success, ack_failed = r.ack_failed + EXCLUDED.ack_failed,
+	    dlq_moves = r.dlq_moves + EXCLUDED.dlq_moves, transactions = r.transactions + EXCLUDED.transactions,
+	    partitions_created = r.partitions_created + EXCLUDED.partitions_created,
+	    partitions_deleted = r.partitions_deleted + EXCLUDED.partitions_deleted,
+	    parked_max = GREATEST(r.parked_max, EXCLUDED.parked_max), lag_count = r.lag_count + EXCLUDED.lag_count,
+	    lag_sum_ms = r.lag_sum_ms + EXCLUDED.lag_sum_ms, lag_max_ms = GREATEST(r.lag_max_ms, EXCLUDED.lag_max_ms)`
 
 // brokerMinute inserts one broker row: counters, the CPU and sample figures, and one
 // sampled gauge value (rss, idle, active) per sample.

@@ -80,7 +80,7 @@ func (o *AnalyticsOptions) defaults() {
 
 // BucketLadder are the bucket widths a series may have, in minutes: each divides a day,
 // so buckets aligned on the Unix epoch start on round clock times.
-var BucketLadder = []int{1, 5, 15, 30, 60, 180, 360, 720, 1440}
+var BucketLadder = []int{1, 5, 15, 60, 180, 360, 720, 1440}
 
 // Analytics is the read side of the metrics history (docs/api.md §5.11a): the analytics
 // routes, the time series of GET /api/v1/status and the history figures of the
@@ -93,8 +93,11 @@ var BucketLadder = []int{1, 5, 15, 30, 60, 180, 360, 720, 1440}
 // minute row touched by the range counts (the minutes of from and to included).
 // Minutes are summed per bucket, the smallest width of BucketLadder that keeps the
 // range within MaxPoints buckets; an interval may ask a coarser one, never a finer one
-// (a finer one is ignored). Buckets are aligned on the Unix epoch, so the first and
-// last may hold part of their minutes only.
+// (a finer one is ignored). Buckets are aligned on the Unix epoch. Reads cover whole
+// rollups (ports.MetricsSpan.Whole): a bucket of whole hours widens the range to whole
+// hours, one of 5-minute multiples to whole 5 minutes (the queue figures come from
+// those rollups), so the first and last buckets may hold part of their minutes only
+// when the bucket is wider than its rollup.
 //
 // # Figures
 //
@@ -189,10 +192,11 @@ func (w Window) span() ports.MetricsSpan {
 	return ports.MetricsSpan{From: w.From, To: w.To, Bucket: w.Bucket}
 }
 
-// seconds is the length of the minutes the range touches, the denominator of rates over
-// the whole range.
+// seconds is the length of the minutes the reads cover (the range widened to whole
+// rollups, ports.MetricsSpan.Whole), the denominator of rates over the whole range.
 func (w Window) seconds() float64 {
-	return w.To.Truncate(time.Minute).Sub(w.From.Truncate(time.Minute)).Seconds() + 60
+	s := w.span().Whole()
+	return s.To.Sub(s.From).Seconds() + 60
 }
 
 // key identifies the window in a shared answer's key: the minutes it reads and its

@@ -139,12 +139,13 @@ func TestAnalyticsWindow(t *testing.T) {
 		{"defaults: the last hour, minute buckets", AnalyticsQuery{}, anaNow.Add(-time.Hour), anaNow, time.Minute, 61, ""},
 		{"6 h: still minutes (360 of them)", AnalyticsQuery{From: ptr(anaNow.Add(-6 * time.Hour))}, anaNow.Add(-6 * time.Hour), anaNow, time.Minute, 361, ""},
 		{"24 h: 5 minutes", AnalyticsQuery{From: ptr(anaNow.Add(-day))}, anaNow.Add(-day), anaNow, 5 * time.Minute, 289, ""},
-		{"7 days: 30 minutes", AnalyticsQuery{From: ptr(anaNow.Add(-7 * day))}, anaNow.Add(-7 * day), anaNow, 30 * time.Minute, 337, ""},
+		{"7 days: an hour", AnalyticsQuery{From: ptr(anaNow.Add(-7 * day))}, anaNow.Add(-7 * day), anaNow, time.Hour, 169, ""},
 		{"90 days: 6 hours", AnalyticsQuery{From: ptr(anaNow.Add(-90 * day))}, anaNow.Add(-90 * day), anaNow, 6 * time.Hour, 361, ""},
 		{"to alone: the hour before it", AnalyticsQuery{To: ptr(at("08:00"))}, at("07:00"), at("08:00"), time.Minute, 61, ""},
 		{"a coarser interval", AnalyticsQuery{Interval: "15"}, anaNow.Add(-time.Hour), anaNow, 15 * time.Minute, 5, ""},
 		{"an interval by name", AnalyticsQuery{Interval: "hour"}, anaNow.Add(-time.Hour), anaNow, time.Hour, 2, ""},
-		{"an interval as a duration", AnalyticsQuery{Interval: "30m"}, anaNow.Add(-time.Hour), anaNow, 30 * time.Minute, 3, ""},
+		{"an interval as a duration", AnalyticsQuery{Interval: "15m"}, anaNow.Add(-time.Hour), anaNow, 15 * time.Minute, 5, ""},
+		{"30 minutes is off the ladder (no rollup serves it)", AnalyticsQuery{Interval: "30"}, time.Time{}, time.Time{}, 0, 0, "interval"},
 		{"a finer interval is ignored", AnalyticsQuery{From: ptr(anaNow.Add(-day)), Interval: "minute"}, anaNow.Add(-day), anaNow, 5 * time.Minute, 289, ""},
 		{"from after to", AnalyticsQuery{From: ptr(at("11:00")), To: ptr(at("10:00"))}, time.Time{}, time.Time{}, 0, 0, "from"},
 		{"from equal to to", AnalyticsQuery{From: ptr(at("10:00")), To: ptr(at("10:00"))}, time.Time{}, time.Time{}, 0, 0, "from"},
@@ -250,8 +251,9 @@ func TestAnalyticsQueueOps(t *testing.T) {
 	if !slices.Equal(names, []string{"a", "b", "c"}) {
 		t.Fatalf("queues %v, want the most messages moved first", names)
 	}
-	if a0 := ops.Queues[0]; a0.Partitions != 1 || a0.PushPerSecond != 0.24 || a0.AvgLagMs != 2.5 {
-		t.Fatalf("a's totals over the range's 41 minutes: %+v", a0)
+	// 15-minute buckets read the 5-minute rollups: 10:00..10:40 covers 10:00..10:44.
+	if a0 := ops.Queues[0]; a0.Partitions != 1 || a0.PushPerSecond != 0.22 || a0.AvgLagMs != 2.5 {
+		t.Fatalf("a's totals over the range's whole 5-minute rollups (45 minutes): %+v", a0)
 	}
 
 	q.PerQueue, q.Limit = true, ptr(2)
