@@ -28,8 +28,9 @@ type RetentionStore interface {
 	// cursors.
 	DropEmptyPartitions(ctx context.Context, idle time.Duration, rows int) (Removed, error)
 	// PurgeHistory removes at most rows rows of the metrics history dated before before:
-	// minutes of queen.metrics_queue_minutes and queen.metrics_broker_minutes, flushes
-	// of queen.metrics_flushes by applied_at, runs of queen.retention_runs by ran_at.
+	// minutes of queen.metrics_queue_minutes and queen.metrics_broker_minutes, rollups
+	// of queen.metrics_queue_rollups whose bucket ended by before, flushes of
+	// queen.metrics_flushes by applied_at, runs of queen.retention_runs by ran_at.
 	// Bytes are the rows' stored size, estimated (0 where not measured).
 	PurgeHistory(ctx context.Context, before time.Time, rows int) (Removed, error)
 	// RecordRuns stores what one retention cycle removed, one row of

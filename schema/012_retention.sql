@@ -372,8 +372,9 @@ LANGUAGE sql AS $$
 $$;
 
 -- log_purge_history_v1 removes up to p_rows rows of the metrics history (016_metrics.sql)
--- dated before p_before, table after table: minutes of metrics_queue_minutes and
--- metrics_broker_minutes, flushes of metrics_flushes by applied_at, runs of
+-- dated before p_before, table after table: minutes of metrics_queue_minutes, rollups of
+-- metrics_queue_rollups whose bucket ended by p_before (every minute of it purged),
+-- minutes of metrics_broker_minutes, flushes of metrics_flushes by applied_at, runs of
 -- retention_runs by ran_at. Each table's rows go by ctid, at most the budget left, so
 -- one call is one bounded step. Returns rows and their stored size (pg_column_size of
 -- the row). PL/pgSQL: the tables it names are created by a later file.
@@ -387,15 +388,18 @@ DECLARE
     t      record;
 BEGIN
     removed := 0; bytes := 0;
-    FOR t IN SELECT * FROM (VALUES (1, 'metrics_queue_minutes', 'minute'), (2, 'metrics_broker_minutes', 'minute'),
-                                   (3, 'metrics_flushes', 'applied_at'), (4, 'retention_runs', 'ran_at')) v(n, tab, col)
+    -- Each table's test of an expired row y: a fixed text, never input.
+    FOR t IN SELECT * FROM (VALUES (1, 'metrics_queue_minutes', 'y.minute < $1'),
+                                   (2, 'metrics_queue_rollups', 'y.bucket + make_interval(mins => y.width) <= $1'),
+                                   (3, 'metrics_broker_minutes', 'y.minute < $1'),
+                                   (4, 'metrics_flushes', 'y.applied_at < $1'), (5, 'retention_runs', 'y.ran_at < $1')) v(n, tab, cond)
               ORDER BY v.n
     LOOP
         EXIT WHEN v_left <= 0;
         EXECUTE format('WITH d AS (DELETE FROM queen.%1$I x
-                                    WHERE x.ctid = ANY (ARRAY(SELECT y.ctid FROM queen.%1$I y WHERE y.%2$I < $1 LIMIT $2))
+                                    WHERE x.ctid = ANY (ARRAY(SELECT y.ctid FROM queen.%1$I y WHERE %2$s LIMIT $2))
                                    RETURNING pg_column_size(x.*) AS b)
-                        SELECT count(*), coalesce(sum(d.b), 0) FROM d', t.tab, t.col)
+                        SELECT count(*), coalesce(sum(d.b), 0) FROM d', t.tab, t.cond)
            INTO v_n, v_b USING p_before, v_left;
         removed := removed + v_n;
         bytes := bytes + v_b;

@@ -13,18 +13,23 @@ import (
 // in the order PurgeHistory visits them, as log_purge_history_v1 does.
 const (
 	HistoryQueueMinutes  = "metrics_queue_minutes"
+	HistoryQueueRollups  = "metrics_queue_rollups" // hourly buckets, dated by their start
 	HistoryBrokerMinutes = "metrics_broker_minutes"
 	HistoryFlushes       = "metrics_flushes"
 	HistoryRuns          = "retention_runs"
 )
 
-var historyTables = []string{HistoryQueueMinutes, HistoryBrokerMinutes, HistoryFlushes, HistoryRuns}
+var historyTables = []string{HistoryQueueMinutes, HistoryQueueRollups, HistoryBrokerMinutes, HistoryFlushes, HistoryRuns}
+
+// rollupWidth is the width of the rollups AddHistory stores: a rollup expires once its
+// last minute is before the cutoff (log_purge_history_v1).
+const rollupWidth = time.Hour
 
 // retainedHistory is the metrics history as retention sees it: the date of every row (the
 // minute, applied_at, ran_at) and the runs RecordRuns stored. The counters themselves
 // live in Metrics (history.go), which retention does not read.
 type retainedHistory struct {
-	dates map[string][]time.Time // table -> its rows' dates (the three metrics tables)
+	dates map[string][]time.Time // table -> its rows' dates (the metrics tables; a rollup's last minute)
 	runs  []RecordedRun          // retention_runs' rows, in the order recorded
 }
 
@@ -45,12 +50,15 @@ func (s *Store) historyOf() *retainedHistory {
 // AddHistory stores n rows dated at in table, one of the Metrics tables but
 // retention_runs (whose rows RecordRuns stores). Tests use it to age the history.
 func (s *Store) AddHistory(table string, at time.Time, n int) {
-	if !slices.Contains(historyTables[:3], table) {
+	if !slices.Contains(historyTables[:4], table) {
 		panic(fmt.Sprintf("memory: AddHistory: no history table %q", table))
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	h := s.historyOf()
+	if table == HistoryQueueRollups {
+		at = at.Add(rollupWidth - time.Minute)
+	}
 	for range n {
 		h.dates[table] = append(h.dates[table], at)
 	}
@@ -117,7 +125,7 @@ func (r *RetentionStore) PurgeHistory(ctx context.Context, before time.Time, row
 		}
 		return false
 	}
-	for _, table := range historyTables[:3] {
+	for _, table := range historyTables[:4] {
 		h.dates[table] = slices.DeleteFunc(h.dates[table], gone)
 	}
 	h.runs = slices.DeleteFunc(h.runs, func(run RecordedRun) bool { return gone(run.RanAt) })

@@ -58,6 +58,8 @@ func addHistory(t *testing.T, s *Store, table string, at time.Time, n int) {
 	q, ok := map[string]string{
 		porttest.HistoryQueueMinutes: `INSERT INTO queen.metrics_queue_minutes (minute, tenant_id, queue_name)
 			SELECT $1, gen_random_uuid(), 'q' FROM generate_series(1, $2)`,
+		porttest.HistoryQueueRollups: `INSERT INTO queen.metrics_queue_rollups (width, bucket, tenant_id, queue_name)
+			SELECT 60, $1, gen_random_uuid(), 'q' FROM generate_series(1, $2)`,
 		porttest.HistoryBrokerMinutes: `INSERT INTO queen.metrics_broker_minutes (minute, broker)
 			SELECT $1, gen_random_uuid()::text FROM generate_series(1, $2)`,
 		porttest.HistoryFlushes: `INSERT INTO queen.metrics_flushes (instance, seq, applied_at)

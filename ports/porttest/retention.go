@@ -17,7 +17,8 @@ type RetentionFixture struct {
 	Traces   ports.TraceStore
 	AdminWorld
 	// AddHistory stores n rows dated at in table (HistoryQueueMinutes,
-	// HistoryBrokerMinutes or HistoryFlushes); HistoryRows counts a table's rows
+	// HistoryQueueRollups: 60-minute buckets starting at at, HistoryBrokerMinutes or
+	// HistoryFlushes); HistoryRows counts a table's rows
 	// (HistoryRuns too); Runs lists the rows of retention_runs.
 	AddHistory  func(t *testing.T, table string, at time.Time, n int)
 	HistoryRows func(t *testing.T, table string) int

@@ -14,6 +14,7 @@ import (
 // The tables of the metrics history (schema/016_metrics.sql) the fixture's hooks name.
 const (
 	HistoryQueueMinutes  = "metrics_queue_minutes"
+	HistoryQueueRollups  = "metrics_queue_rollups" // AddHistory adds hourly buckets starting at its at
 	HistoryBrokerMinutes = "metrics_broker_minutes"
 	HistoryFlushes       = "metrics_flushes"
 	HistoryRuns          = "retention_runs"
@@ -101,27 +102,29 @@ func testRetentionAgeRules(t *testing.T, f RetentionFixture) {
 		queueRun(ports.JobEviction, "wait", 2), queueRun(ports.JobRetention, "ret", 2), queueRun(ports.JobRetention, "both", 2))
 }
 
-// testRetentionHistory: PurgeHistory removes rows dated before its cutoff only, table
-// after table, at most rows per call.
+// testRetentionHistory: PurgeHistory removes rows dated before its cutoff only (a
+// rollup once its whole bucket is), table after table, at most rows per call.
 func testRetentionHistory(t *testing.T, f RetentionFixture) {
 	ctx := context.Background()
-	now := time.Now().Truncate(time.Second)
+	now := time.Now().Truncate(time.Minute)
 	old, young, before := now.AddDate(0, 0, -100), now.AddDate(0, 0, -1), now.AddDate(0, 0, -90)
 	for _, h := range []struct {
 		table string
 		old   int
-	}{{HistoryQueueMinutes, 5}, {HistoryBrokerMinutes, 3}, {HistoryFlushes, 2}} {
+	}{{HistoryQueueMinutes, 5}, {HistoryQueueRollups, 2}, {HistoryBrokerMinutes, 3}, {HistoryFlushes, 2}} {
 		f.AddHistory(t, h.table, old, h.old)
 		f.AddHistory(t, h.table, young, 2)
 	}
+	// An hour that began before the cutoff and ends after it keeps its rollup.
+	f.AddHistory(t, HistoryQueueRollups, before.Add(-30*time.Minute), 1)
 	if err := f.Store.RecordRuns(ctx, old, []ports.RetentionRun{queueRun(ports.JobRetention, "q", 1), {Job: ports.JobTraces, Rows: 1}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := f.Store.RecordRuns(ctx, young, []ports.RetentionRun{queueRun(ports.JobRetention, "q", 1)}); err != nil {
 		t.Fatal(err)
 	}
-	// 12 old rows: three steps of 4, the first all queue minutes but one.
-	for i, want := range []int64{4, 4, 4, 0} {
+	// 14 old rows: four steps of 4, 4, 4 and 2, the first all queue minutes but one.
+	for i, want := range []int64{4, 4, 4, 2, 0} {
 		r, err := f.Store.PurgeHistory(ctx, before, 4)
 		if err != nil || r.Rows != want || r.Bytes < 0 || r.Queues != nil {
 			t.Fatalf("step %d: %+v, %v; want %d rows", i, r, err, want)
@@ -132,7 +135,7 @@ func testRetentionHistory(t *testing.T, f RetentionFixture) {
 			}
 		}
 	}
-	for table, want := range map[string]int{HistoryQueueMinutes: 2, HistoryBrokerMinutes: 2, HistoryFlushes: 2, HistoryRuns: 1} {
+	for table, want := range map[string]int{HistoryQueueMinutes: 2, HistoryQueueRollups: 3, HistoryBrokerMinutes: 2, HistoryFlushes: 2, HistoryRuns: 1} {
 		if n := f.HistoryRows(t, table); n != want {
 			t.Errorf("%s: %d rows left, want %d", table, n, want)
 		}
