@@ -36,7 +36,7 @@ func (b *broker) anaRetention(t testing.TB, params ...string) (anaRetentionAnswe
 // TestAnalyticsRetention: the history's purge and the record of what retention removed.
 // A minute of history two days old and one two hours old (inserted directly: no broker
 // writes a minute in the past) show in the routes; a broker with METRICS_RETENTION_DAYS=1
-// purges the old one (4 rows: its queue, broker and flush rows and its retention run) at
+// purges the old one (6 rows: its queue row and rollups, broker and flush rows and its retention run) at
 // its first cycle and keeps the recent one. Its cycles then remove messages by each rule
 // (retentionSeconds, completedRetentionSeconds, maxWaitTimeSeconds: 2 each), which the
 // retention route reports with the purge's run.
@@ -67,8 +67,8 @@ func TestAnalyticsRetention(t *testing.T) {
 	if h := keeper.anaReadInserted(t, now); h.queues["recent.q"] != 7 || h.brokers["recent-broker"] != 2 || h.runs["recent.q"] != 7 {
 		t.Fatalf("after the purge, the recent minute: %+v", h)
 	}
-	if n := purger.metric(t, `queen_retention_removed_rows_total{job="metrics_history"}`); n != 4 {
-		t.Errorf("history rows purged: %v, want 4 (a queue row, a broker row, a flush, a retention run)", n)
+	if n := purger.metric(t, `queen_retention_removed_rows_total{job="metrics_history"}`); n != 6 {
+		t.Errorf("history rows purged: %v, want 6 (a queue row and its 5- and 60-minute rollups, a broker row, a flush, a retention run)", n)
 	}
 	anaRetentionRules(t, purger, started.Add(-time.Second))
 }
@@ -135,7 +135,7 @@ func anaRetentionRules(t *testing.T, b *broker, from time.Time) {
 	b.ackAll(t, b.popMust(t, "/api/v1/pop/queue/ret.done/partition/p?wait=false&batch=10"), "")
 	since := anaTime(from)
 	want := anaRetained{RetentionMsgs: 2, CompletedRetentionMsgs: 2, EvictionMsgs: 2, TotalMsgs: 6,
-		RowsRemoved: 10} // the 6 messages, the purge's 4 rows
+		RowsRemoved: 12} // the 6 messages, the purge's 6 rows
 	anaWait(t, "retention to remove the messages by each rule", func() (bool, string) {
 		ans, raw := b.anaRetention(t, "from", since)
 		got := ans.Totals

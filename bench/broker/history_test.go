@@ -159,6 +159,20 @@ func historyFill(b *testing.B, db string, queues, minutes int) {
 		FROM generate_series(1, $1::int) m, generate_series(1, $2::int) q`, minutes, queues); err != nil {
 		b.Fatalf("fill queue minutes: %v", err)
 	}
+	// The 5- and 60-minute rollups the flush keeps with its minutes (schema/016_metrics.sql).
+	if _, err := pool.Exec(ctx, `
+		INSERT INTO queen.metrics_queue_rollups (width, bucket, tenant_id, queue_name, push_requests, push_messages,
+			pop_requests, pop_messages, pop_empty, ack_requests, ack_success, ack_failed, dlq_moves, transactions,
+			partitions_created, partitions_deleted, parked_max, lag_count, lag_sum_ms, lag_max_ms)
+		SELECT w.width, date_bin(make_interval(mins => w.width), m.minute, timestamptz '1970-01-01 00:00:00+00'),
+			m.tenant_id, m.queue_name, sum(m.push_requests), sum(m.push_messages), sum(m.pop_requests),
+			sum(m.pop_messages), sum(m.pop_empty), sum(m.ack_requests), sum(m.ack_success), sum(m.ack_failed),
+			sum(m.dlq_moves), sum(m.transactions), sum(m.partitions_created), sum(m.partitions_deleted),
+			max(m.parked_max), sum(m.lag_count), sum(m.lag_sum_ms), max(m.lag_max_ms)
+		FROM queen.metrics_queue_minutes m CROSS JOIN unnest(ARRAY[5, 60]::int2[]) AS w(width)
+		GROUP BY 1, 2, 3, 4`); err != nil {
+		b.Fatalf("fill queue rollups: %v", err)
+	}
 	if _, err := pool.Exec(ctx, `
 		INSERT INTO queen.metrics_broker_minutes (minute, broker, hostname, push_requests, push_messages,
 			requests, latency_sum_us, cpu_user_us, cpu_sys_us, samples, rss_sum, rss_min, rss_max, rss_last)

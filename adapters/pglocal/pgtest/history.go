@@ -26,6 +26,14 @@ func InsertHistory(t testing.TB, dbURL string, at time.Time, queue, broker strin
 		  INSERT INTO queen.metrics_queue_minutes (minute, tenant_id, queue_name, push_requests, push_messages,
 		                                           ack_requests, ack_success)
 		  VALUES ($1, $2, $3, 1, $5, 1, $5)),
+		r AS ( -- the minute's 5- and 60-minute rollups, which may hold other minutes already
+		  INSERT INTO queen.metrics_queue_rollups AS x (width, bucket, tenant_id, queue_name, push_requests,
+		                                                push_messages, ack_requests, ack_success)
+		  SELECT w, date_bin(make_interval(mins => w), $1, timestamptz '1970-01-01 00:00:00+00'), $2, $3, 1, $5, 1, $5
+		    FROM unnest(ARRAY[5, 60]::int2[]) AS w
+		  ON CONFLICT (width, bucket, tenant_id, queue_name) DO UPDATE SET
+		    push_requests = x.push_requests + 1, push_messages = x.push_messages + EXCLUDED.push_messages,
+		    ack_requests = x.ack_requests + 1, ack_success = x.ack_success + EXCLUDED.ack_success),
 		b AS (
 		  INSERT INTO queen.metrics_broker_minutes (minute, broker, hostname, push_requests, push_messages,
 		                                            ack_requests, ack_success, requests)
