@@ -223,8 +223,9 @@ var faultsAllowed = []string{module + "/adapters/pglocal", "github.com/jackc/pgx
 
 // browserAllowed adds, for the dashboard's browser tests (e2e/browser), the browser
 // driver and its protocol types: they still reach the broker only through its pages and
-// its HTTP API.
-var browserAllowed = []string{"github.com/chromedp/chromedp", "github.com/chromedp/cdproto/runtime"}
+// its HTTP API. (performance: the main thread's busy time, e2e/browser/scale_test.go.)
+var browserAllowed = []string{"github.com/chromedp/chromedp", "github.com/chromedp/cdproto/cdp",
+	"github.com/chromedp/cdproto/runtime", "github.com/chromedp/cdproto/performance"}
 
 // TestE2EIsBlackBox: e2e/ speaks to the broker through its public API only.
 func TestE2EIsBlackBox(t *testing.T) {

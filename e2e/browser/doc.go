@@ -5,7 +5,10 @@
 // without a console error or an uncaught exception, that the buttons of the pages do what
 // they say (a dead letter replayed, a consumer group moved, a queue deleted only after
 // its confirmation), and that a read-only token sees no destructive action and cannot
-// take one by forging the request from the page.
+// take one by forging the request from the page. At scale (scale_test.go: 1,000 queues
+// of 100 partitions and a queue of 2,000, one message each) every listing page loads
+// within 10 s with its main thread busy less than 3 s, shows at most a page (50 rows) in
+// each table, and its next-page links load the next rows.
 //
 // # The harness (main_test.go, tab_test.go, harness_test.go)
 //
