@@ -298,7 +298,7 @@ func TestRetentionRuns(t *testing.T) {
 	run(anaMin(3), ports.JobRetention, tenant, "ops.b", 5, 50)
 	run(anaMin(3), ports.JobCompletedRetention, tenant, "billing.a", 2, 20)
 	run(anaMin(6), ports.JobEviction, tenant, "ops.b", 1, 10)
-	run(anaMin(6), "traces", "", "", 7, 70)                                        // a job of no queue
+	run(anaMin(6), "traces", "", "", 7, 70)                               // a job of no queue
 	run(anaMin(6), ports.JobRetention, otherTenant, "billing.a", 1000, 1) // another tenant's
 	run(anaMin(30), ports.JobRetention, tenant, "billing.a", 1000, 1)     // outside
 	span := ports.MetricsSpan{From: anaMin(0), To: anaMin(9), Bucket: 5 * time.Minute}
