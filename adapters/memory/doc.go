@@ -22,4 +22,6 @@
 //     configurations and dead letters.
 //   - Metrics is the metrics history (MetricsWriter), merged as the database merges it;
 //     Fail makes its writes fail, for outages.
+//   - ActivityLog is an Activity that records each call as text ("pushed t/q 2"); Take
+//     returns the calls so far, sorted, and forgets them.
 package memory

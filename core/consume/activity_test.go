@@ -2,50 +2,17 @@ package consume
 
 import (
 	"context"
-	"fmt"
 	"maps"
 	"slices"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/queen-go/queen/adapters/memory"
 	"github.com/queen-go/queen/core/notify"
 	"github.com/queen-go/queen/core/segment"
 	"github.com/queen-go/queen/ports"
 )
-
-// activityLog is a ports.Activity that records its calls as text.
-type activityLog struct {
-	mu    sync.Mutex
-	calls []string
-}
-
-func (a *activityLog) add(format string, args ...any) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.calls = append(a.calls, fmt.Sprintf(format, args...))
-}
-
-func (a *activityLog) take() []string {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	out := a.calls
-	a.calls = nil
-	slices.Sort(out)
-	return out
-}
-
-func (a *activityLog) Pushed(t, q string, n int) { a.add("pushed %s/%s %d", t, q, n) }
-func (a *activityLog) Popped(t, q string, n int, sum, mx int64) {
-	a.add("popped %s/%s %d lag %d/%d", t, q, n, sum, mx)
-}
-func (a *activityLog) Acked(t, q string, ok, failed, dlq int) {
-	a.add("acked %s/%s %d/%d/%d", t, q, ok, failed, dlq)
-}
-func (a *activityLog) Transacted(t, q string)               { a.add("transacted %s/%s", t, q) }
-func (a *activityLog) PartitionsCreated(t, q string, n int) { a.add("created %s/%s %d", t, q, n) }
-func (a *activityLog) PartitionsDeleted(t, q string, n int) { a.add("deleted %s/%s %d", t, q, n) }
 
 const tn = ports.DefaultTenant
 
@@ -87,7 +54,7 @@ func TestPopActivity(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			synctest.Test(t, func(t *testing.T) {
-				act := &activityLog{}
+				act := &memory.ActivityLog{}
 				polls := 0
 				st := &fakeStore{claims: tt.claims(time.Now()), onPop: func() { polls++ }}
 				s := New(st, codec, Options{Activity: act})
@@ -97,7 +64,7 @@ func TestPopActivity(t *testing.T) {
 				if tt.query.Wait && polls < 2 {
 					t.Fatalf("the long poll claimed %d times, want re-checks", polls)
 				}
-				if got := act.take(); !slices.Equal(got, tt.want) {
+				if got := act.Take(); !slices.Equal(got, tt.want) {
 					t.Errorf("activity %q, want %q", got, tt.want)
 				}
 			})
@@ -105,13 +72,13 @@ func TestPopActivity(t *testing.T) {
 	}
 	t.Run("a client that left", func(t *testing.T) {
 		t.Parallel()
-		act := &activityLog{}
+		act := &memory.ActivityLog{}
 		ctx, cancel := context.WithCancel(context.Background())
 		st := &fakeStore{claims: []ports.Claim{claimOf(t, codec, "1")}, onPop: cancel}
 		if _, err := New(st, codec, Options{Activity: act}).Pop(ctx, PopQuery{Queue: "q"}); err == nil {
 			t.Fatal("pop of a client that left succeeded")
 		}
-		if got := act.take(); len(got) != 0 {
+		if got := act.Take(); len(got) != 0 {
 			t.Errorf("activity %q, want none", got)
 		}
 	})
@@ -124,13 +91,13 @@ func TestAckActivity(t *testing.T) {
 	t.Parallel()
 	codec, _ := segment.NewCodec(3)
 	const pa, pb, pc = "00000000-0000-0000-0000-0000000000aa", "00000000-0000-0000-0000-0000000000bb", "00000000-0000-0000-0000-0000000000cc"
-	act := &activityLog{}
+	act := &memory.ActivityLog{}
 	st := &fakeStore{claims: []ports.Claim{claimAt(t, codec, "r", pb, time.Now(), "1")}}
 	s := New(st, codec, Options{Activity: act})
 	if _, err := s.Pop(context.Background(), PopQuery{Queue: "r"}); err != nil {
 		t.Fatal(err)
 	}
-	act.take()
+	act.Take()
 	items := []ports.AckItem{
 		{PartitionID: pa, Status: ports.AckCompleted}, {PartitionID: pa, Status: ports.AckCompleted},
 		{PartitionID: pa, Status: ports.AckFailed},
@@ -145,7 +112,7 @@ func TestAckActivity(t *testing.T) {
 	}
 	s.Applied(tn, items, res)
 	want := []string{"acked " + tn + "/ 0/1/0", "acked " + tn + "/q 2/1/0", "acked " + tn + "/r 1/1/1"}
-	if got := act.take(); !slices.Equal(got, want) {
+	if got := act.Take(); !slices.Equal(got, want) {
 		t.Errorf("activity %q, want %q", got, want)
 	}
 }

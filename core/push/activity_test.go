@@ -4,40 +4,13 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"testing"
 
+	"github.com/queen-go/queen/adapters/memory"
 	"github.com/queen-go/queen/core/consume"
 	"github.com/queen-go/queen/ports"
 )
-
-// activityLog is a ports.Activity that records its calls as text.
-type activityLog struct {
-	mu    sync.Mutex
-	calls []string
-}
-
-func (a *activityLog) add(format string, args ...any) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.calls = append(a.calls, fmt.Sprintf(format, args...))
-}
-
-func (a *activityLog) sorted() []string {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return slices.Sorted(slices.Values(a.calls))
-}
-
-func (a *activityLog) Pushed(_, q string, n int)             { a.add("pushed %s %d", q, n) }
-func (a *activityLog) Popped(_, q string, n int, _, _ int64) { a.add("popped %s %d", q, n) }
-func (a *activityLog) Acked(_, q string, ok, failed, dlq int) {
-	a.add("acked %s %d/%d/%d", q, ok, failed, dlq)
-}
-func (a *activityLog) Transacted(_, q string)               { a.add("transacted %s", q) }
-func (a *activityLog) PartitionsCreated(_, q string, n int) { a.add("created %s %d", q, n) }
-func (a *activityLog) PartitionsDeleted(_, q string, n int) { a.add("deleted %s %d", q, n) }
 
 // TestPushActivity: a push request counts once per queue it named, with the messages it
 // stored there (queued or buffered, not a duplicate nor a follower) and the partitions
@@ -50,19 +23,18 @@ func TestPushActivity(t *testing.T) {
 		{Queue: "q", Partition: "a", Payload: []byte(`3`), TransactionID: "x"}, // a follower of the first
 		{Queue: "q", Partition: "b", Payload: []byte(`4`)},
 	}
-	want := []string{"pushed q 2", "pushed r 1"}
+	want := []string{"pushed " + tenant + "/q 2", "pushed " + tenant + "/r 1"}
 	t.Run("queued", func(t *testing.T) {
 		t.Parallel()
-		act := &activityLog{}
+		act := &memory.ActivityLog{}
 		f := newFixture(t, Options{Activity: act})
 		f.svc.Push(context.Background(), tenant, "", items)
-		created := append([]string{"created q 2", "created r 1"}, want...)
-		if got := act.sorted(); !slices.Equal(got, created) {
+		created := append([]string{"created " + tenant + "/q 2", "created " + tenant + "/r 1"}, want...)
+		if got := act.Take(); !slices.Equal(got, created) {
 			t.Errorf("activity %q, want %q", got, created)
 		}
-		act.calls = nil
 		f.svc.Push(context.Background(), tenant, "", items[3:])
-		if got, want := act.sorted(), []string{"pushed q 1"}; !slices.Equal(got, want) {
+		if got, want := act.Take(), []string{"pushed " + tenant + "/q 1"}; !slices.Equal(got, want) {
 			t.Errorf("activity of a push to an existing partition %q, want %q", got, want)
 		}
 	})
@@ -71,13 +43,13 @@ func TestPushActivity(t *testing.T) {
 		var divert atomic.Bool
 		divert.Store(true)
 		f, _, _, _ := spoolFixture(t, &divert)
-		act := &activityLog{}
+		act := &memory.ActivityLog{}
 		f.svc.opts.Activity = act
 		res := f.svc.Push(context.Background(), tenant, "", items)
 		if got := statuses(res); got != "buffered buffered buffered buffered " {
 			t.Fatalf("statuses %s", got)
 		}
-		if got := act.sorted(); !slices.Equal(got, want) {
+		if got := act.Take(); !slices.Equal(got, want) {
 			t.Errorf("activity %q, want %q", got, want)
 		}
 	})
@@ -87,7 +59,7 @@ func TestPushActivity(t *testing.T) {
 // push request with its messages and a transaction; a refused one counts nothing.
 func TestTransactionActivity(t *testing.T) {
 	t.Parallel()
-	act := &activityLog{}
+	act := &memory.ActivityLog{}
 	f := newFixture(t, Options{Activity: act})
 	f.svc.opts.Codec, f.svc.opts.Transactions = f.codec, ackingTxn{}
 	ops := []TxnOp{
@@ -99,16 +71,19 @@ func TestTransactionActivity(t *testing.T) {
 	if _, err := f.svc.Transaction(context.Background(), tenant, "", ops, ""); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"created q 2", "created r 1", "pushed q 2", "pushed r 1", "transacted q", "transacted r"}
-	if got := act.sorted(); !slices.Equal(got, want) {
+	want := []string{
+		"created " + tenant + "/q 2", "created " + tenant + "/r 1",
+		"pushed " + tenant + "/q 2", "pushed " + tenant + "/r 1",
+		"transacted " + tenant + "/q", "transacted " + tenant + "/r",
+	}
+	if got := act.Take(); !slices.Equal(got, want) {
 		t.Errorf("activity %q, want %q", got, want)
 	}
-	act.calls = nil
 	bad := []TxnOp{ops[0], {Ack: &consume.AckInput{TransactionID: "a"}}} // no partition id
 	if _, err := f.svc.Transaction(context.Background(), tenant, "", bad, ""); err == nil {
 		t.Fatal("a transaction with an invalid ack succeeded")
 	}
-	if got := act.sorted(); len(got) != 0 {
+	if got := act.Take(); len(got) != 0 {
 		t.Errorf("activity of a refused transaction %q, want none", got)
 	}
 }
@@ -117,7 +92,7 @@ func TestTransactionActivity(t *testing.T) {
 // their segments opened (base offset 0).
 func TestSinkActivity(t *testing.T) {
 	t.Parallel()
-	act := &activityLog{}
+	act := &memory.ActivityLog{}
 	f := newFixture(t, Options{Activity: act})
 	f.svc.opts.Codec = f.codec
 	sink, err := f.svc.PrepareSink(context.Background(), tenant, "", []SinkItem{
@@ -134,8 +109,11 @@ func TestSinkActivity(t *testing.T) {
 		res[k] = ports.SegmentResult{Status: ports.SegmentQueued, PartitionID: fmt.Sprint("p", k)}
 	}
 	sink.Settle(res)
-	want := []string{"created q 1", "created r 1", "pushed q 2", "pushed r 1"}
-	if got := act.sorted(); !slices.Equal(got, want) {
+	want := []string{
+		"created " + tenant + "/q 1", "created " + tenant + "/r 1",
+		"pushed " + tenant + "/q 2", "pushed " + tenant + "/r 1",
+	}
+	if got := act.Take(); !slices.Equal(got, want) {
 		t.Errorf("activity %q, want %q", got, want)
 	}
 }

@@ -24,7 +24,7 @@ type memKit struct {
 	t   *testing.T
 	s   *memory.Store
 	job *Job
-	act *activity
+	act *memory.ActivityLog
 
 	mu  sync.Mutex
 	now time.Time
@@ -34,7 +34,7 @@ type memKit struct {
 func newMemKit(t *testing.T, opts Options) *memKit {
 	t.Helper()
 	t.Parallel()
-	k := &memKit{t: t, s: memory.NewStore(), act: &activity{}, now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC),
+	k := &memKit{t: t, s: memory.NewStore(), act: &memory.ActivityLog{}, now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC),
 		ops: make(map[string]int)}
 	k.s.Now = k.clock
 	k.s.AdminFault = func(op string) error {
@@ -141,23 +141,6 @@ func wantRuns(t *testing.T, got []ports.RetentionRun, want ...ports.RetentionRun
 	}
 }
 
-// activity records PartitionsDeleted calls; the rest of ports.Activity is not the
-// retention cycle's.
-type activity struct {
-	ports.Activity
-	mu      sync.Mutex
-	deleted map[string]int
-}
-
-func (a *activity) PartitionsDeleted(tenant, queue string, n int) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.deleted == nil {
-		a.deleted = make(map[string]int)
-	}
-	a.deleted[tenant+"/"+queue] += n
-}
-
 // TestRunsRecorded: a cycle records what it removed per job and queue, by the rule
 // that removed it, with the messages and bytes of the removed segments; an idle cycle
 // records nothing.
@@ -207,9 +190,9 @@ func TestRunsRecorded(t *testing.T) {
 		run(ports.JobPartitions, "ret", 2, 0),
 		run(ports.JobPartitions, "evict", 1, 0),
 		run(ports.JobPartitions, "done", 1, 0)) // keep's partition still holds its message
-	wantDeleted := map[string]int{tenant + "/ret": 2, tenant + "/evict": 1, tenant + "/done": 1}
-	if fmt.Sprint(k.act.deleted) != fmt.Sprint(wantDeleted) {
-		t.Fatalf("Activity heard of deleted partitions %v, want %v", k.act.deleted, wantDeleted)
+	wantDeleted := []string{"deleted " + tenant + "/done 1", "deleted " + tenant + "/evict 1", "deleted " + tenant + "/ret 2"}
+	if got := k.act.Take(); !slices.Equal(got, wantDeleted) {
+		t.Fatalf("Activity heard %q, want %q", got, wantDeleted)
 	}
 
 	// Idle: nothing removed, nothing written.
