@@ -55,7 +55,7 @@ type sampler struct {
 	parkedMax int64               // most parked at once over every queue
 	cpuUser   int64               // CPU time at the last flush, µs
 	cpuSys    int64
-	dbErrors  int64 // Figures.DBErrors at the last flush
+	dbErrors  int64     // Figures.DBErrors at the last flush
 	at        time.Time // the last sample's
 }
 
