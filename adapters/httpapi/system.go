@@ -3,6 +3,7 @@ package httpapi
 import (
 	"encoding/json"
 	"net/http"
+	"slices"
 
 	"github.com/gorilla/mux"
 
@@ -112,7 +113,9 @@ const migrationRefusal = "database migration between servers is not offered by t
 // status, validate, reset), which this broker answers 501: copying its database is a
 // job for PostgreSQL's own tools, not for a broker that serves traffic from it.
 func (a *api) migrationRoutes(r *mux.Router) {
-	r.HandleFunc("/api/v1/migration/{action:.+}", a.handleMigration).Methods(migrationMethods...)
+	// A copy: mux's Methods upper-cases the slice it is given in place, and routers are
+	// built concurrently (each broker, each test).
+	r.HandleFunc("/api/v1/migration/{action:.+}", a.handleMigration).Methods(slices.Clone(migrationMethods)...)
 }
 
 func (a *api) handleMigration(w http.ResponseWriter, _ *http.Request) {
