@@ -72,7 +72,11 @@ CREATE TABLE IF NOT EXISTS queen.log_partitions (
 );
 
 -- Wildcard candidate scans read recently written partitions of a queue first.
-CREATE INDEX IF NOT EXISTS log_partitions_recent ON queen.log_partitions (queue_id, last_write_at DESC);
+DO $$ BEGIN
+    IF to_regclass('queen.log_partitions_recent') IS NULL THEN
+        CREATE INDEX log_partitions_recent ON queen.log_partitions (queue_id, last_write_at DESC);
+    END IF;
+END $$;
 
 -- One row per committed push segment: frames [base_offset, base_offset + msg_count) of
 -- one partition in one zstd blob (layout in core/segment/doc.go). msg_count > 0 is

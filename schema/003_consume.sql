@@ -37,7 +37,11 @@ CREATE TABLE IF NOT EXISTS queen.log_consumers (
 );
 
 -- Lease extension renews every partition a pop claimed, found by its leaseId.
-CREATE INDEX IF NOT EXISTS log_consumers_lease ON queen.log_consumers (lease_id) WHERE lease_id IS NOT NULL;
+DO $$ BEGIN
+    IF to_regclass('queen.log_consumers_lease') IS NULL THEN
+        CREATE INDEX log_consumers_lease ON queen.log_consumers (lease_id) WHERE lease_id IS NOT NULL;
+    END IF;
+END $$;
 
 -- The durable subscription of a named group to a queue, recorded at its first contact.
 -- Every cursor of the group is seeded from it, also on partitions created later:
@@ -68,5 +72,13 @@ CREATE TABLE IF NOT EXISTS queen.dlq (
     frame_index    integer     NOT NULL,  -- frame of blob holding the message
     blob           bytea       NOT NULL   -- the covering segment's blob (core/segment)
 );
-CREATE INDEX IF NOT EXISTS dlq_queue ON queen.dlq (queue_id, failed_at DESC);
-CREATE INDEX IF NOT EXISTS dlq_message ON queen.dlq (partition_id, transaction_id);
+DO $$ BEGIN
+    IF to_regclass('queen.dlq_queue') IS NULL THEN
+        CREATE INDEX dlq_queue ON queen.dlq (queue_id, failed_at DESC);
+    END IF;
+END $$;
+DO $$ BEGIN
+    IF to_regclass('queen.dlq_message') IS NULL THEN
+        CREATE INDEX dlq_message ON queen.dlq (partition_id, transaction_id);
+    END IF;
+END $$;

@@ -24,10 +24,18 @@ CREATE TABLE IF NOT EXISTS queen.message_traces (
     expires_at     timestamptz NOT NULL
 );
 -- One message's traces, in time order.
-CREATE INDEX IF NOT EXISTS message_traces_message
-    ON queen.message_traces (tenant_id, partition_id, transaction_id, created_at);
+DO $$ BEGIN
+    IF to_regclass('queen.message_traces_message') IS NULL THEN
+        CREATE INDEX message_traces_message
+            ON queen.message_traces (tenant_id, partition_id, transaction_id, created_at);
+    END IF;
+END $$;
 -- The expiry batches of AddTrace.
-CREATE INDEX IF NOT EXISTS message_traces_expiry ON queen.message_traces (expires_at);
+DO $$ BEGIN
+    IF to_regclass('queen.message_traces_expiry') IS NULL THEN
+        CREATE INDEX message_traces_expiry ON queen.message_traces (expires_at);
+    END IF;
+END $$;
 
 -- One row per (trace, name): lookups by name, newest first, read the primary key in
 -- order; the name listing groups it. Rows go with their trace (ON DELETE CASCADE,
@@ -39,7 +47,11 @@ CREATE TABLE IF NOT EXISTS queen.message_trace_names (
     trace_id   uuid        NOT NULL REFERENCES queen.message_traces (id) ON DELETE CASCADE,
     PRIMARY KEY (tenant_id, trace_name, created_at, trace_id)
 );
-CREATE INDEX IF NOT EXISTS message_trace_names_trace ON queen.message_trace_names (trace_id);
+DO $$ BEGIN
+    IF to_regclass('queen.message_trace_names_trace') IS NULL THEN
+        CREATE INDEX message_trace_names_trace ON queen.message_trace_names (trace_id);
+    END IF;
+END $$;
 
 -- Dead letters by message offset: a message browse marks the messages of a page's
 -- segments that some group dead-lettered (one index range per segment). Dead letters

@@ -31,4 +31,8 @@ CREATE TABLE IF NOT EXISTS queen.stream_state (
 );
 
 -- Queue deletion finds its partitions' state by partition alone.
-CREATE INDEX IF NOT EXISTS stream_state_partition ON queen.stream_state (partition_id);
+DO $$ BEGIN
+    IF to_regclass('queen.stream_state_partition') IS NULL THEN
+        CREATE INDEX stream_state_partition ON queen.stream_state (partition_id);
+    END IF;
+END $$;

@@ -7,6 +7,11 @@
 -- unknown outcome (the connection lost at commit) never adds its deltas twice. Counters
 -- are deltas added to the row of their minute: any number of brokers write the same
 -- minute's queue rows, and one broker may write a minute several times.
+--
+-- The indexes are built only when missing: CREATE INDEX takes a SHARE lock on its table
+-- even when IF NOT EXISTS then finds the index, so a broker starting while others flush
+-- would queue behind their flushes, and they behind it, until a deadlock (006_hotlist.sql
+-- says the same of log_partitions).
 
 -- One row per (minute, tenant, queue name): what every broker did for the queue in that
 -- minute. Names, not ids: a queue deleted and created again keeps its history.
@@ -32,8 +37,12 @@ CREATE TABLE IF NOT EXISTS queen.metrics_queue_minutes (
     lag_max_ms          bigint      NOT NULL DEFAULT 0,
     PRIMARY KEY (minute, tenant_id, queue_name)
 );
-CREATE INDEX IF NOT EXISTS metrics_queue_minutes_queue
-    ON queen.metrics_queue_minutes (tenant_id, queue_name, minute);
+DO $$ BEGIN
+    IF to_regclass('queen.metrics_queue_minutes_queue') IS NULL THEN
+        CREATE INDEX metrics_queue_minutes_queue
+            ON queen.metrics_queue_minutes (tenant_id, queue_name, minute);
+    END IF;
+END $$;
 
 -- One row per (minute, broker): the broker's totals over every queue and its process
 -- figures. Gauges carry sum and count (avg = sum / samples), min, max and last of the
@@ -95,7 +104,11 @@ CREATE TABLE IF NOT EXISTS queen.metrics_flushes (
     applied_at          timestamptz NOT NULL DEFAULT now(),
     PRIMARY KEY (instance, seq)
 );
-CREATE INDEX IF NOT EXISTS metrics_flushes_applied_at ON queen.metrics_flushes (applied_at);
+DO $$ BEGIN
+    IF to_regclass('queen.metrics_flushes_applied_at') IS NULL THEN
+        CREATE INDEX metrics_flushes_applied_at ON queen.metrics_flushes (applied_at);
+    END IF;
+END $$;
 
 -- One row per retention run and job and queue that removed something: what the
 -- retention cycle removed (rows and bytes), read by GET /api/v1/analytics/retention.
@@ -108,7 +121,11 @@ CREATE TABLE IF NOT EXISTS queen.retention_runs (
     rows_removed        bigint      NOT NULL DEFAULT 0, -- messages (or rows of the job's table)
     bytes_removed       bigint      NOT NULL DEFAULT 0
 );
-CREATE INDEX IF NOT EXISTS retention_runs_ran_at ON queen.retention_runs (ran_at);
+DO $$ BEGIN
+    IF to_regclass('queen.retention_runs_ran_at') IS NULL THEN
+        CREATE INDEX retention_runs_ran_at ON queen.retention_runs (ran_at);
+    END IF;
+END $$;
 
 -- Rollups of metrics_queue_minutes: one row per (width, bucket, tenant, queue name), the
 -- queue's minutes of the bucket summed (width 5 or 60 minutes; bucket the first minute,
@@ -143,5 +160,9 @@ CREATE TABLE IF NOT EXISTS queen.metrics_queue_rollups (
 -- page lets an update stay there without new index entries (HOT; a 1,000-queue flush
 -- 46 -> 30 ms with it).
 ) WITH (fillfactor = 50);
-CREATE INDEX IF NOT EXISTS metrics_queue_rollups_queue
-    ON queen.metrics_queue_rollups (tenant_id, queue_name, width, bucket);
+DO $$ BEGIN
+    IF to_regclass('queen.metrics_queue_rollups_queue') IS NULL THEN
+        CREATE INDEX metrics_queue_rollups_queue
+            ON queen.metrics_queue_rollups (tenant_id, queue_name, width, bucket);
+    END IF;
+END $$;

@@ -4,7 +4,12 @@
 // transaction that first takes a transaction-scoped advisory lock, so several brokers
 // starting at once apply them one after the other. Every statement is idempotent
 // (CREATE ... IF NOT EXISTS, CREATE OR REPLACE FUNCTION, guarded ALTERs), so applying the
-// schema again on every start is safe and cheap.
+// schema again on every start is safe and cheap. On a current database it takes no lock
+// a writer holds off: an index is built only when to_regclass finds it missing (CREATE
+// INDEX takes a SHARE lock on its table even when IF NOT EXISTS then finds the index,
+// and a broker starting during traffic would queue behind the writers and they behind
+// it, up to a deadlock); adapters/postgres's TestMigrateOnACurrentDatabaseLocksNoTable
+// holds every table with a writer's lock and migrates.
 //
 // Layout (schema "queen"):
 //

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/queen-go/queen/adapters/pglocal/pgtest"
 	"github.com/queen-go/queen/ports"
 	"github.com/queen-go/queen/ports/porttest"
@@ -83,6 +85,62 @@ func TestMigrateIsIdempotentAndConcurrent(t *testing.T) {
 	if err := errors.Join(errs...); err != nil {
 		t.Fatalf("concurrent migrations: %v", err)
 	}
+}
+
+// TestMigrateOnACurrentDatabaseLocksNoTable: applying the schema again (a broker
+// starting) takes no lock that waits for writers: with every table of schema queen held
+// in ROW EXCLUSIVE mode (what an insert, update or delete holds until its commit), the
+// migration still finishes. A CREATE INDEX IF NOT EXISTS takes a SHARE lock before it
+// finds the index; a broker starting while others flush and push would queue behind
+// them and they behind it, until a deadlock.
+func TestMigrateOnACurrentDatabaseLocksNoTable(t *testing.T) {
+	t.Parallel()
+	s := newStore(t, Options{PoolSize: 4})
+	ctx := context.Background()
+	writer, err := s.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = writer.Rollback(ctx) }()
+	rows, err := writer.Query(ctx, `SELECT format('%I.%I', schemaname, tablename) FROM pg_tables WHERE schemaname = 'queen'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tables, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil || len(tables) == 0 {
+		t.Fatalf("tables of schema queen: %v %v", tables, err)
+	}
+	for _, tbl := range tables {
+		if _, err := writer.Exec(ctx, "LOCK TABLE "+tbl+" IN ROW EXCLUSIVE MODE"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- s.Migrate(mctx) }()
+	// What the migration waits for, if it waits: the table it asks a lock of.
+	var waiting []string
+	for range 50 {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("migrating while every table has a writer: %v", err)
+			}
+			return
+		case <-time.After(100 * time.Millisecond):
+		}
+		if err := s.pool.QueryRow(ctx, `SELECT coalesce(array_agg(DISTINCT l.relation::regclass::text), '{}') FROM pg_locks l
+			WHERE NOT l.granted AND l.relation IS NOT NULL`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if len(waiting) > 0 {
+			break
+		}
+	}
+	cancel()
+	<-done
+	t.Fatalf("the migration waits for a lock on %v, which every writer of the table holds off", waiting)
 }
 
 func TestSchemaTuning(t *testing.T) {
