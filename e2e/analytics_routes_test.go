@@ -470,10 +470,14 @@ func anaCheckPostgres(t *testing.T, b *broker, from time.Time, want anaCounts) {
 	var raw []byte
 	// The statistics views see a backend's work once it reports it (within about
 	// 10 s of going idle).
-	anaWait(t, "PostgreSQL's statistics to show dead tuples and updates", func() (bool, string) {
+	anaWait(t, "PostgreSQL's statistics to show dead tuples, updates and the rollback", func() (bool, string) {
 		raw = b.resGetOK(t, path)
-		var ans struct{ DeadTuples, HotUpdates []json.RawMessage }
-		return json.Unmarshal(raw, &ans) == nil && len(ans.DeadTuples) > 0 && len(ans.HotUpdates) > 0, string(raw)
+		var ans struct {
+			DeadTuples, HotUpdates []json.RawMessage
+			DatabaseCache          struct{ Rollbacks int64 }
+		}
+		return json.Unmarshal(raw, &ans) == nil && len(ans.DeadTuples) > 0 && len(ans.HotUpdates) > 0 &&
+			ans.DatabaseCache.Rollbacks > 0, string(raw)
 	})
 	anaLog(t, path, raw)
 	anaWantFields(t, raw, anaJoin([]string{"database", "timestamp", "activeQueries", "autovacuumStatus"},
