@@ -19,14 +19,9 @@ func ProvideHistory(store *postgres.Store, waker *consume.Waker, sp *spool.Spool
 	return history.New(store, history.Options{
 		Off: cfg.MetricsFlush == 0, Flush: cfg.MetricsFlush, Broker: cfg.ServerID, Port: cfg.Port,
 		Figures: history.Figures{
-			// Free slots, as Queen counts them: the pool's size less the connections in
-			// use (the pool opens the others on demand).
-			Pool: func() (size, free, active int64) {
-				st := store.PoolStat()
-				return int64(st.MaxConns()), int64(st.MaxConns() - st.AcquiredConns()), int64(st.AcquiredConns())
-			},
+			Pool:         store.PoolStat,
 			DBErrors:     store.Failed,
-			SpoolPending: func() int64 { return sp.Stats().PendingRecords },
+			SpoolPending: sp.PendingRecords,
 			Parked:       waker.EachParked,
 		},
 		Logger: log.With("target", "history"),

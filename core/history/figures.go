@@ -23,8 +23,10 @@ type Figures struct {
 	Memory func() (rss, virtual int64)
 	// Goroutines [runtime.NumGoroutine].
 	Goroutines func() int64
-	// Pool is the database pool's connections: its size, idle and in use [none].
-	Pool func() (size, idle, active int64)
+	// Pool reads the database pool [none]: the figures are its size (the most
+	// connections it opens), those in use, and the free slots as Queen counts them, the
+	// size less those in use (the pool opens the others on demand).
+	Pool func() ports.PoolStat
 	// SpoolPending is the spooled records not replayed yet [none].
 	SpoolPending func() int64
 	// DBErrors is the database statements that failed since the process started
@@ -67,9 +69,10 @@ func (r *Recorder) sample() {
 	gauge(&s.fig.RSS, rss, first)
 	s.fig.VirtualBytes = virtual
 	if f.Pool != nil {
-		size, idle, active := f.Pool()
+		p := f.Pool()
+		size, active := int64(p.MaxConns()), int64(p.AcquiredConns())
 		s.fig.PoolSize = size
-		gauge(&s.fig.PoolIdle, idle, first)
+		gauge(&s.fig.PoolIdle, size-active, first)
 		gauge(&s.fig.PoolActive, active, first)
 	}
 	if f.SpoolPending != nil {

@@ -31,6 +31,16 @@ func fixedFigures() Figures {
 	}
 }
 
+// poolReading is a pool of max connections with inUse of them in use; the Recorder reads
+// no other figure of it.
+type poolReading struct {
+	ports.PoolStat
+	max, inUse int32
+}
+
+func (p poolReading) MaxConns() int32      { return p.max }
+func (p poolReading) AcquiredConns() int32 { return p.inUse }
+
 // newRecorder starts a Recorder on a fresh memory history; the test stops it.
 func newRecorder(t *testing.T, opts Options) (*Recorder, *memory.Metrics) {
 	t.Helper()
@@ -326,7 +336,7 @@ func TestFiguresAndParked(t *testing.T) {
 		cpu, pool, spool := int64(0), int64(1), int64(0)
 		figs := fixedFigures()
 		figs.CPU = func() (int64, int64) { mu.Lock(); defer mu.Unlock(); return cpu, cpu / 2 }
-		figs.Pool = func() (int64, int64, int64) { mu.Lock(); defer mu.Unlock(); return 10, 10 - pool, pool }
+		figs.Pool = func() ports.PoolStat { mu.Lock(); defer mu.Unlock(); return poolReading{max: 10, inUse: int32(pool)} }
 		figs.SpoolPending = func() int64 { mu.Lock(); defer mu.Unlock(); return spool }
 		figs.Parked = func(f func(tenant, queue string, n int)) {
 			mu.Lock()

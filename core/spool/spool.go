@@ -200,6 +200,10 @@ func (s *Spool) Empty() bool {
 	return true
 }
 
+// PendingRecords is the records accepted and not yet committed or quarantined
+// (Stats().PendingRecords, read alone: the metrics history samples it).
+func (s *Spool) PendingRecords() int64 { return s.pendingTotal.Load() }
+
 // Stats returns the counters.
 func (s *Spool) Stats() Stats {
 	st := Stats{
