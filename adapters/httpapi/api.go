@@ -2,10 +2,8 @@ package httpapi
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"net/http"
-	"os"
 	"runtime"
 	"strings"
 	"time"
@@ -18,6 +16,7 @@ import (
 	"github.com/queen-go/queen/core/drain"
 	"github.com/queen-go/queen/core/loglimit"
 	"github.com/queen-go/queen/core/maintenance"
+	"github.com/queen-go/queen/core/process"
 	"github.com/queen-go/queen/core/push"
 	"github.com/queen-go/queen/core/queues"
 	"github.com/queen-go/queen/core/readiness"
@@ -279,22 +278,9 @@ func (a *api) handleMetrics(w http.ResponseWriter, _ *http.Request) {
 	m.Uptime = int64(time.Since(a.start).Seconds())
 	m.Requests.Total, m.Messages.Total = st.Requests, st.Messages
 	m.Database.PoolSize, m.Database.IdleConnections = total, idle
-	m.Memory.RSS, m.Memory.HeapTotal, m.Memory.HeapUsed = residentBytes(ms.Sys), ms.HeapSys, ms.HeapAlloc
+	rss, _ := process.Memory()
+	m.Memory.RSS, m.Memory.HeapTotal, m.Memory.HeapUsed = uint64(rss), ms.HeapSys, ms.HeapAlloc
 	writeJSON(w, http.StatusOK, m)
-}
-
-// residentBytes is the process's resident set size from /proc/self/statm (pages), or
-// fallback where that cannot be read.
-func residentBytes(fallback uint64) uint64 {
-	b, err := os.ReadFile("/proc/self/statm")
-	if err != nil {
-		return fallback
-	}
-	var size, resident uint64
-	if _, err := fmt.Sscan(string(b), &size, &resident); err != nil {
-		return fallback
-	}
-	return resident * uint64(os.Getpagesize())
 }
 
 // NewServer is the broker's HTTP server for h at addr, set up as queen-server runs it

@@ -2,10 +2,7 @@ package metrics
 
 import (
 	"context"
-	"fmt"
 	"net/http"
-	"os"
-	"runtime"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -18,6 +15,7 @@ import (
 	"github.com/queen-go/queen/core/history"
 	"github.com/queen-go/queen/core/hotlist"
 	"github.com/queen-go/queen/core/peers"
+	"github.com/queen-go/queen/core/process"
 	"github.com/queen-go/queen/core/push"
 	"github.com/queen-go/queen/core/retention"
 )
@@ -76,7 +74,7 @@ func newRegistry(src Sources) *prometheus.Registry {
 	gauge("queen_uptime_seconds", "Seconds since the broker started.",
 		func() float64 { return time.Since(start).Seconds() })
 	gauge("queen_process_resident_memory_bytes", "Resident set size of the broker process (memory obtained from the OS by the Go runtime where /proc is missing).",
-		func() float64 { return float64(residentBytes()) })
+		func() float64 { rss, _ := process.Memory(); return float64(rss) })
 	registerPush(reg, src)
 	if src.Consume != nil {
 		registerConsume(reg, src.Consume)
@@ -188,20 +186,6 @@ func registerSpool(reg prometheus.Registerer, read func() drain.Status) {
 	c.gauge("queen_file_buffer_write_failing", "1 while the spool's last write failed (a full disk, an I/O error): pushes that need the spool are refused and /ready may fail.", nil,
 		func(s drain.Status) float64 { return b2f(!s.SpoolWriteFailedAt.IsZero()) })
 	reg.MustRegister(c)
-}
-
-// residentBytes is the process's resident set size from /proc/self/statm (in pages), or
-// the memory the Go runtime obtained from the OS where that cannot be read.
-func residentBytes() uint64 {
-	if b, err := os.ReadFile("/proc/self/statm"); err == nil {
-		var size, resident uint64
-		if _, err := fmt.Sscan(string(b), &size, &resident); err == nil {
-			return resident * uint64(os.Getpagesize())
-		}
-	}
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	return ms.Sys
 }
 
 // registerRetention exports what each retention job removed, in rows and stored bytes.

@@ -1,13 +1,10 @@
 package history
 
 import (
-	"bytes"
-	"os"
 	"runtime"
-	"runtime/metrics"
-	"strconv"
 	"time"
 
+	"github.com/queen-go/queen/core/process"
 	"github.com/queen-go/queen/ports"
 )
 
@@ -40,10 +37,10 @@ type Figures struct {
 
 func (f *Figures) defaults() {
 	if f.CPU == nil {
-		f.CPU = processCPU
+		f.CPU = process.CPU
 	}
 	if f.Memory == nil {
-		f.Memory = processMemory
+		f.Memory = process.Memory
 	}
 	if f.Goroutines == nil {
 		f.Goroutines = func() int64 { return int64(runtime.NumGoroutine()) }
@@ -134,23 +131,3 @@ func gauge(g *ports.Gauge, v int64, first bool) {
 	g.Min, g.Max, g.Last = min(g.Min, v), max(g.Max, v), v
 }
 
-// processMemory reads the resident and virtual size from /proc/self/statm (Linux: the
-// first two fields, in pages); elsewhere it falls back on the Go runtime's view, which
-// misses memory mapped outside it.
-func processMemory() (rss, virtual int64) {
-	if b, err := os.ReadFile("/proc/self/statm"); err == nil {
-		f := bytes.Fields(b)
-		if len(f) >= 2 {
-			size, err1 := strconv.ParseInt(string(f[0]), 10, 64)
-			res, err2 := strconv.ParseInt(string(f[1]), 10, 64)
-			if err1 == nil && err2 == nil {
-				page := int64(os.Getpagesize())
-				return res * page, size * page
-			}
-		}
-	}
-	s := []metrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
-	metrics.Read(s)
-	total, released := int64(s[0].Value.Uint64()), int64(s[1].Value.Uint64())
-	return total - released, total
-}

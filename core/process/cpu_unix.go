@@ -1,11 +1,11 @@
 //go:build unix
 
-package history
+package process
 
 import "syscall"
 
-// processCPU is the process's user and system CPU time so far, µs (getrusage).
-func processCPU() (userUs, sysUs int64) {
+// CPU is the process's user and system CPU time so far, µs (getrusage).
+func CPU() (userUs, sysUs int64) {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0, 0
