@@ -24,7 +24,7 @@
 //
 //	state    idle | ready | wheeled | inflight
 //	epoch    incremented by every mark
-//	base     the epoch when its last took was checked in
+//	base     the epoch its last took was checked out at (what that claim may have seen)
 //	revisit  wheel due time (wheeled) or check-out time (inflight), unix ns
 //	first    the first mark since idle, and marks: messages marked since idle
 //	drained  the last took claimed everything visible

@@ -238,19 +238,21 @@ func TestVerdicts(t *testing.T) {
 // that is lost (the ack's call never comes) is recovered within the lease park cap.
 func TestPromoteOnAck(t *testing.T) {
 	tests := []struct {
-		name      string
-		drained   bool
-		markAfter bool // a push during the lease
-		completed bool
-		ackCalled bool
-		ready     bool          // a candidate right after the ack
-		readyBy   time.Duration // else: a candidate by then (0: never within a minute)
+		name       string
+		drained    bool
+		markAfter  bool // a push during the lease
+		markDuring bool // a push between check-out and check-in (the claim's snapshot missed it)
+		completed  bool
+		ackCalled  bool
+		ready      bool          // a candidate right after the ack
+		readyBy    time.Duration // else: a candidate by then (0: never within a minute)
 	}{
-		{"drained, no push: cleared", true, false, true, true, false, 0},
-		{"not drained: a backlog consumed in batches", false, false, true, true, true, 0},
-		{"drained but pushed during the lease", true, true, true, true, true, 0},
-		{"a failed ack makes it ready", true, false, false, true, true, 0},
-		{"lost promote: back within the park cap", false, false, true, false, false, time.Second},
+		{"drained, no push: cleared", true, false, false, true, true, false, 0},
+		{"not drained: a backlog consumed in batches", false, false, false, true, true, true, 0},
+		{"drained but pushed during the lease", true, true, false, true, true, true, 0},
+		{"drained but pushed while the claim ran", true, false, true, true, true, true, 0},
+		{"a failed ack makes it ready", true, false, false, false, true, true, 0},
+		{"lost promote: back within the park cap", false, false, false, true, false, false, time.Second},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -259,6 +261,9 @@ func TestPromoteOnAck(t *testing.T) {
 				f.register("q", "g")
 				f.push("q", 1, 1)
 				tk := f.l.CheckOut(popReq("q", "g"))
+				if tt.markDuring {
+					f.push("q", 1, 1)
+				}
 				tk.CheckIn([]ports.Verdict{{PartitionID: pid(1), Kind: ports.VerdictTook, Drained: tt.drained,
 					LeaseExpires: time.Now().Add(time.Hour)}}, nil)
 				if tt.markAfter {

@@ -157,7 +157,11 @@ func (l *List) checkIn(r *ring, i, epoch uint32, v ports.Verdict, autoAck bool, 
 	}
 	switch v.Kind {
 	case ports.VerdictTook:
-		s.drained[loc], s.base[loc] = v.Drained, s.epoch[loc]
+		// Drained speaks of what the claim's snapshot saw, so base is the check-out's
+		// epoch: a push marked while the claim ran may be past that snapshot, and the
+		// taker's ack must then make the partition ready, not clear it (a lost push
+		// would wait for the partition's next push or the reseed floor).
+		s.drained[loc], s.base[loc] = v.Drained, epoch
 		switch {
 		case !autoAck:
 			// The taker holds a lease: re-offering the partition would only make the
