@@ -24,6 +24,7 @@ type LatencyConfig struct {
 	// not measured (the queue, its partitions and the cursors are created then, and the
 	// pacer's backlog of those first pushes is not the steady state).
 	Warmup time.Duration
+	CPU    CPUPids // CPU per consumed message (the whole run's, warm-up included)
 }
 
 // Pace sends on the returned channel the scheduled instant of each event of a steady
@@ -72,8 +73,13 @@ type latencyRun struct {
 	pushLat, sendLag Hist // push round trip; scheduled instant to send
 }
 
-// RunLatency measures push-to-pop latency: a paced producer, parked long-poll consumers.
+// RunLatency measures push-to-pop latency: a paced producer, parked long-poll consumers;
+// with the CPU per consumed message of the processes cfg.CPU names.
 func RunLatency(ctx context.Context, cfg LatencyConfig) (Summary, error) {
+	return withCPU(cfg.CPU, cfg.Out, "consumed", func() (Summary, error) { return runLatency(ctx, cfg) })
+}
+
+func runLatency(ctx context.Context, cfg LatencyConfig) (Summary, error) {
 	r := &latencyRun{cfg: cfg, m: NewMeter("latency", cfg.Out, "pushed", "consumed", "empty", "errors")}
 	m := r.m
 	// A message can be consumed before its push is answered: the backlog is never negative.
@@ -99,6 +105,7 @@ func RunLatency(ctx context.Context, cfg LatencyConfig) (Summary, error) {
 	stopConsumers()
 	s := m.Stop()
 	s.Extra = map[string]any{"push_p50_ms": r.pushLat.Quantile(0.5), "push_p99_ms": r.pushLat.Quantile(0.99),
+		"push_p999_ms":    r.pushLat.Quantile(0.999),
 		"send_lag_p50_ms": r.sendLag.Quantile(0.5), "send_lag_p99_ms": r.sendLag.Quantile(0.99)}
 	if cerr := <-done; err == nil {
 		err = cerr

@@ -148,7 +148,8 @@ func (p *soakProbe) finish(samples []SoakSample) SoakResult {
 	sum := Summary{Mode: "soak", Seconds: loaded.Seconds(),
 		Totals: map[string]int64{"accepted": prog.Accepted, "delivered": prog.Delivered, "push_errors": p.run.PushErrors()},
 		Rates:  map[string]float64{"accepted": float64(prog.Accepted) / loaded.Seconds(), "delivered": float64(prog.Delivered) / loaded.Seconds()},
-		P50ms:  p.pushAll.Quantile(0.5), P90ms: p.pushAll.Quantile(0.9), P99ms: p.pushAll.Quantile(0.99), MaxMs: p.pushAll.Quantile(1),
+		P50ms:  p.pushAll.Quantile(0.5), P90ms: p.pushAll.Quantile(0.9), P99ms: p.pushAll.Quantile(0.99),
+		P999ms: p.pushAll.Quantile(0.999), MaxMs: p.pushAll.Quantile(1),
 		Extra: map[string]any{"latency_of": "push calls after the warm-up", "pop_ack_p99_ms": p.ackAll.Quantile(0.99),
 			"drain_s": drained.Seconds(), "samples": len(samples), "csv": p.cfg.CSV, "verdict": status(pass), "criteria": criteriaStatus(cs)},
 		Series: soakSeries(samples)}

@@ -211,6 +211,7 @@ type Summary struct {
 	P50ms   float64            `json:"p50_ms"`
 	P90ms   float64            `json:"p90_ms"`
 	P99ms   float64            `json:"p99_ms"`
+	P999ms  float64            `json:"p999_ms"`
 	MaxMs   float64            `json:"p100_ms"`
 	Extra   map[string]any     `json:"extra,omitempty"`
 
@@ -235,7 +236,8 @@ func (m *Meter) Stop() Summary {
 	}
 	el := time.Since(m.start).Seconds()
 	s := Summary{Mode: m.mode, Seconds: el, Totals: map[string]int64{}, Rates: map[string]float64{},
-		P50ms: m.total.Quantile(0.5), P90ms: m.total.Quantile(0.9), P99ms: m.total.Quantile(0.99), MaxMs: m.total.Quantile(1)}
+		P50ms: m.total.Quantile(0.5), P90ms: m.total.Quantile(0.9), P99ms: m.total.Quantile(0.99), P999ms: m.total.Quantile(0.999),
+		MaxMs: m.total.Quantile(1)}
 	for _, n := range m.names {
 		v := m.counts[n].Load()
 		s.Totals[n], s.Rates[n] = v, float64(v)/el
@@ -274,7 +276,8 @@ func (s Summary) Print(out io.Writer) {
 	for n, v := range s.Gauges {
 		fmt.Fprintf(out, "   %-12s %12d\n", n, v)
 	}
-	fmt.Fprintf(out, "   latency      p50 %.2f ms  p90 %.2f ms  p99 %.2f ms  max %.2f ms\n", s.P50ms, s.P90ms, s.P99ms, s.MaxMs)
+	fmt.Fprintf(out, "   latency      p50 %.2f ms  p90 %.2f ms  p99 %.2f ms  p999 %.2f ms  max %.2f ms\n",
+		s.P50ms, s.P90ms, s.P99ms, s.P999ms, s.MaxMs)
 	for k, v := range s.Extra {
 		fmt.Fprintf(out, "   %-12s %v\n", k, v)
 	}

@@ -156,6 +156,7 @@ func latencyMode(ctx context.Context, m *modeFlags) func() (int, error) {
 	m.fs.IntVar(&c.PopParts, "pop-partitions", 10, "partitions per pop")
 	m.fs.IntVar(&c.TimeoutMS, "timeout", 5000, "long-poll timeout, ms (parked pops wake on commits; this only bounds an idle wait, and the run's end)")
 	m.fs.DurationVar(&c.Warmup, "warmup", 2*time.Second, "messages scheduled in the first warmup are not measured (the queue, partitions and cursors are created then)")
+	cpuFlags(m, &c.CPU)
 	return func() (int, error) {
 		c.Common = m.common
 		return m.summary(load.RunLatency(ctx, c))
