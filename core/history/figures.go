@@ -130,4 +130,3 @@ func gauge(g *ports.Gauge, v int64, first bool) {
 	g.Sum += v
 	g.Min, g.Max, g.Last = min(g.Min, v), max(g.Max, v), v
 }
-
