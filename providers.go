@@ -33,6 +33,7 @@ import (
 	"github.com/queen-go/queen/core/readiness"
 	"github.com/queen-go/queen/core/retention"
 	"github.com/queen-go/queen/core/segment"
+	"github.com/queen-go/queen/core/stages"
 	"github.com/queen-go/queen/core/spool"
 	"github.com/queen-go/queen/core/streams"
 	"github.com/queen-go/queen/core/vegas"
@@ -91,6 +92,7 @@ var storageSet = wire.NewSet(
 	ProvideStore,
 	ProvideCodec,
 	ProvideLimiter,
+	ProvideStages,
 	ProvideCommits,
 	ProvideQueueChanges,
 	ProvideBatcher,
@@ -183,11 +185,11 @@ func ProvideQueueChanges() *notify.QueueChanges { return notify.NewQueueChanges(
 // ProvideBatcher builds push fusion; it announces its commits and forgets a queue's
 // dedup state when the queue changes.
 func ProvideBatcher(store *postgres.Store, codec *segment.Codec, limiter *vegas.Limiter, commits *notify.Commits,
-	changes *notify.QueueChanges, cfg config.Config, log *slog.Logger) *fusion.Batcher {
+	changes *notify.QueueChanges, timers *stages.Timers, cfg config.Config, log *slog.Logger) *fusion.Batcher {
 	b := fusion.New(store, codec, fusion.Options{
 		Shards: cfg.FusionShards, BundleMax: cfg.BundleMax, Hold: cfg.FusionHold,
 		Limiter: limiter, Logger: log.With("target", "fusion"), Commits: commits,
-		CacheBytes: cfg.DedupCacheBytes(),
+		CacheBytes: cfg.DedupCacheBytes(), Stages: timers,
 	})
 	changes.Subscribe(b.QueueChanged)
 	return b
@@ -233,17 +235,21 @@ func ProvidePushService(b *fusion.Batcher, enc *encryption.Policy, store *postgr
 	})
 }
 
+// ProvideStages is the push and pop stage timers every component on those paths feeds
+// and the Prometheus exporter reads.
+func ProvideStages() *stages.Timers { return stages.New() }
+
 // ProvideWaker is where parked pops wait; the hot-list wakes them.
 func ProvideWaker() *consume.Waker { return consume.NewWaker() }
 
 // ProvideHotlist builds the hot-list (QUEEN_HOTLIST): it hears of every commit and queue
 // change, and wakes the parked pops (at once when it is off).
 func ProvideHotlist(store *postgres.Store, waker *consume.Waker, commits *notify.Commits, changes *notify.QueueChanges,
-	cfg config.Config, log *slog.Logger) *hotlist.List {
+	timers *stages.Timers, cfg config.Config, log *slog.Logger) *hotlist.List {
 	l := hotlist.New(store, hotlist.Options{
 		Enabled: cfg.Hotlist, Wake: waker.Notify, Shards: cfg.HotlistShards, WindowBatch: cfg.HotlistWindowBatch,
 		Reseed: cfg.HotlistReseed, IdleSweep: cfg.HotlistIdleSweep, StatementTimeout: cfg.StatementTimeout,
-		TopN: cfg.LogTopNQueues, Trace: cfg.HotlistTrace, Logger: log,
+		TopN: cfg.LogTopNQueues, Trace: cfg.HotlistTrace, Logger: log, Stages: timers,
 	})
 	commits.Subscribe(l.Committed)
 	changes.Subscribe(l.QueueChanged)
@@ -267,9 +273,10 @@ func ProvidePeers(store *postgres.Store, hot *hotlist.List, commits *notify.Comm
 // ProvideConsumeService builds the pop/ack use case; pops claim nothing during pop
 // maintenance.
 func ProvideConsumeService(store *postgres.Store, codec *segment.Codec, sealer *envelope.Sealer, waker *consume.Waker,
-	hot *hotlist.List, commits *notify.Commits, m *maintenance.Flags, act ports.Activity, cfg config.Config, log *slog.Logger) *consume.Service {
+	hot *hotlist.List, commits *notify.Commits, m *maintenance.Flags, act ports.Activity, timers *stages.Timers,
+	cfg config.Config, log *slog.Logger) *consume.Service {
 	return consume.New(store, codec, consume.Options{
-		Sealer: sealer, Waker: waker, Hot: hot, Commits: commits, Paused: m.Pop, Activity: act,
+		Sealer: sealer, Waker: waker, Hot: hot, Commits: commits, Paused: m.Pop, Activity: act, Stages: timers,
 		DefaultTimeout: cfg.PopTimeout, DefaultSubscription: cfg.SubscriptionMode,
 		PollInitial: cfg.PollInitial, PollThreshold: cfg.PollThreshold,
 		PollMultiplier: cfg.PollMultiplier, PollMax: cfg.PollMax, Logger: log,
@@ -287,20 +294,21 @@ func ProvideHandler(p *push.Service, c *consume.Service, m *maintenance.Flags, q
 	store *postgres.Store, b *fusion.Batcher, limiter *vegas.Limiter, hot *hotlist.List, mesh *peers.Mesh,
 	waker *consume.Waker, resources *adminapi.Resources, groups *adminapi.Groups, messages *adminapi.Messages,
 	traces *adminapi.Traces, an *adminapi.Analytics, ui UI, st *streams.Service, ret *retention.Job, rec *history.Recorder,
-	verifier *auth.Verifier, ready *readiness.Check, cfg config.Config, log *slog.Logger) http.Handler {
+	verifier *auth.Verifier, ready *readiness.Check, timers *stages.Timers, cfg config.Config, log *slog.Logger) http.Handler {
 	requests := metrics.NewRequests()
 	prom := metrics.Handler(metrics.Sources{
 		Fusion: b.Stats, Push: p.Stats, PushLimit: limiter.Limit, Consume: c.Stats,
 		Pool:      store.PoolStat,
 		DBCommits: store.Commits, OldestXact: store.OldestXactAge, Maintenance: m.Push, PopMaintenance: m.Pop, Spool: d.Status,
 		Hotlist: hot.Stats, Peers: mesh.Stats, Parked: waker.Parked, Retention: ret.Stats, History: rec.Stats, Requests: requests,
+		Stages: timers,
 	})
 	return httpapi.New(httpapi.Services{Push: p, DB: store, Consume: c, Queues: qs, Maintenance: m, Buffers: d.Status,
 		Resources: resources, Groups: groups, Messages: messages, Traces: traces, Analytics: an, Streams: st},
 		httpapi.Options{MaxBodyBytes: cfg.MaxBodyBytes, MaxPushItems: cfg.MaxPushItems, Version: Version, Logger: log, Prometheus: prom,
 			PoolStats: store.PoolStats, Auth: verifier, SkipPaths: cfg.JWTSkipPaths, AccessLog: cfg.AccessLog,
 			Observers: []httpapi.Observer{requests, rec}, Ready: ready.Ready, OpenAPI: OpenAPI(),
-			UI: uiHandler(ui), UIRoutes: ui.Routes})
+			UI: uiHandler(ui), UIRoutes: ui.Routes, Stages: timers})
 }
 
 // ProvideHTTPServer builds the HTTP server (App.Start listens, App.Stop shuts it down).

@@ -20,6 +20,7 @@ import (
 	"github.com/queen-go/queen/core/push"
 	"github.com/queen-go/queen/core/queues"
 	"github.com/queen-go/queen/core/readiness"
+	"github.com/queen-go/queen/core/stages"
 	"github.com/queen-go/queen/core/streams"
 	"github.com/queen-go/queen/ports"
 )
@@ -62,6 +63,9 @@ type Options struct {
 	// OpenAPI is the API's OpenAPI document (docs/openapi.yaml), served at GET
 	// /openapi.yaml; nil: no such route.
 	OpenAPI []byte
+	// Stages times the push's read and answer stages and a pop's answer (core/stages)
+	// [its own].
+	Stages *stages.Timers
 }
 
 // UIRoute is a route of Options.UI: a method, a gorilla/mux path template and the level
@@ -135,6 +139,9 @@ func newAPI(svc Services, opts Options) *api {
 	}
 	if opts.PoolStats == nil {
 		opts.PoolStats = func() (int32, int32, int32) { return 0, 0, 0 }
+	}
+	if opts.Stages == nil {
+		opts.Stages = stages.New()
 	}
 	return &api{Services: svc, opts: opts, start: time.Now()}
 }

@@ -80,6 +80,7 @@ func (a *api) handlePop(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeEncoded(w, http.StatusOK, func(dst []byte) ([]byte, error) { return appendPop(dst, b) })
+	a.opts.Stages.Pop.Answer.Since(b.Claimed)
 }
 
 // appendPop appends the answer of a pop that claimed b: the bytes json.Marshal writes

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	"github.com/queen-go/queen/core/push"
@@ -166,6 +167,7 @@ func pushBodyError(err error) error {
 }
 
 func (a *api) handlePush(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
 	body, err := readBody(r, a.opts.MaxBodyBytes)
 	if err != nil {
 		writeError(w, a.opts.Logger, err)
@@ -184,7 +186,11 @@ func (a *api) handlePush(w http.ResponseWriter, r *http.Request) {
 		writeError(w, a.opts.Logger, &tooManyItems{n: len(items), limit: a.opts.MaxPushItems})
 		return
 	}
+	st := &a.opts.Stages.Push
+	submitted := time.Now()
+	st.Read.Observe(submitted.Sub(start))
 	results := a.Push.Push(r.Context(), a.opts.Tenant, producerSub(r), items)
+	defer st.Answer.Since(time.Now())
 	code := http.StatusCreated
 	if a.Maintenance != nil && a.Maintenance.Push() && slices.ContainsFunc(results, func(r push.Result) bool {
 		return r.Status == push.StatusFailed && r.Err == nil

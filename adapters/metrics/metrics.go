@@ -18,6 +18,7 @@ import (
 	"github.com/queen-go/queen/core/process"
 	"github.com/queen-go/queen/core/push"
 	"github.com/queen-go/queen/core/retention"
+	"github.com/queen-go/queen/core/stages"
 )
 
 // Sources are the readings a scrape takes. Fusion, Push and PushLimit are required; a
@@ -52,6 +53,8 @@ type Sources struct {
 	// Requests, when set, are the HTTP request families (the HTTP adapter's observers
 	// feed them).
 	Requests *Requests
+	// Stages, when set, are the push and pop stage histograms (core/stages).
+	Stages *stages.Timers
 }
 
 // Handler returns the /metrics/prometheus handler over a private registry.
@@ -120,6 +123,9 @@ func newRegistry(src Sources) *prometheus.Registry {
 	}
 	if src.Requests != nil {
 		reg.MustRegister(src.Requests)
+	}
+	if src.Stages != nil {
+		reg.MustRegister(stagesCollector{src.Stages})
 	}
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return reg

@@ -86,6 +86,8 @@ var ownFamilies = map[string]string{
 	"queen_history_flushes_pending":            "gauge",
 	"queen_http_requests_total":                "counter",
 	"queen_http_request_duration_seconds":      "histogram",
+	"queen_push_stage_seconds":                 "histogram",
+	"queen_pop_stage_seconds":                  "histogram",
 	"queen_http_response_bytes_total":          "counter",
 }
 
@@ -193,6 +195,13 @@ func TestReadings(t *testing.T) {
 		{"queen_history_flush_failures_total", nil, 3},
 		{"queen_history_flushes_dropped_total", nil, 1},
 		{"queen_history_flushes_pending", nil, 2},
+		{"queen_push_stage_seconds_count", map[string]string{"stage": "commit"}, 1},
+		{"queen_push_stage_seconds_sum", map[string]string{"stage": "commit"}, 0.004},
+		{"queen_push_stage_seconds_bucket", map[string]string{"stage": "commit", "le": "0.003"}, 0},
+		{"queen_push_stage_seconds_bucket", map[string]string{"stage": "commit", "le": "0.005"}, 1},
+		{"queen_push_stage_seconds_count", map[string]string{"stage": "wait"}, 0},
+		{"queen_pop_stage_seconds_count", map[string]string{"stage": "ready"}, 1},
+		{"queen_pop_stage_seconds_bucket", map[string]string{"stage": "ready", "le": "0.002"}, 1},
 	} {
 		got, ok := e.value(tc.name, tc.labels)
 		if !ok || got != tc.want {

@@ -19,6 +19,7 @@ import (
 	"github.com/queen-go/queen/core/peers"
 	"github.com/queen-go/queen/core/push"
 	"github.com/queen-go/queen/core/retention"
+	"github.com/queen-go/queen/core/stages"
 )
 
 // exposition is one parsed scrape of the text format.
@@ -176,6 +177,9 @@ func (poolStat) EmptyAcquireWaitTime() time.Duration { return 250 * time.Millise
 func fullSources() Sources {
 	reqs := NewRequests()
 	reqs.Observe(http.MethodPost, "/api/v1/push", http.StatusCreated, 3*time.Millisecond, 120)
+	timers := stages.New()
+	timers.Push.Commit.Observe(4 * time.Millisecond)
+	timers.Pop.Ready.Observe(2 * time.Millisecond)
 	return Sources{
 		Fusion: func() fusion.Stats {
 			return fusion.Stats{Commits: 5, Failed: 1, Segments: 40, Frames: 90, ItemsPerBatch: 18}
@@ -200,5 +204,6 @@ func fullSources() Sources {
 		Retention: func() retention.Stats { return retention.Stats{Segments: 4, SegBytes: 800, Cycles: 1} },
 		History:   func() history.Stats { return history.Stats{Flushes: 12, Failures: 3, Dropped: 1, Pending: 2} },
 		Requests:  reqs,
+		Stages:    timers,
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/queen-go/queen/core/loglimit"
 	"github.com/queen-go/queen/core/notify"
 	"github.com/queen-go/queen/core/segment"
+	"github.com/queen-go/queen/core/stages"
 	"github.com/queen-go/queen/ports"
 )
 
@@ -52,11 +53,16 @@ type Options struct {
 	// empty long poll once however often it re-checked) and of every call's committed
 	// acks (the metrics history, core/history).
 	Activity ports.Activity
+	// Stages times the claim stage: each claim call to the store [its own].
+	Stages *stages.Timers
 }
 
 func (o *Options) defaults() {
 	if o.Waker == nil {
 		o.Waker = NewWaker()
+	}
+	if o.Stages == nil {
+		o.Stages = stages.New()
 	}
 	if o.DefaultTimeout <= 0 {
 		o.DefaultTimeout = DefaultTimeout
@@ -134,6 +140,9 @@ type Batch struct {
 	Group             string
 	Messages          []Message
 	PartitionsClaimed int
+	// Claimed is when the store's claim returned: decoding and writing the answer since
+	// is the pop's answer stage (core/stages).
+	Claimed time.Time
 }
 
 // Message is one delivered message.
@@ -202,10 +211,14 @@ func (s *Service) claim(ctx context.Context, req ports.PopRequest) (*Batch, erro
 	if err != nil || len(claims) == 0 {
 		return nil, err
 	}
+	claimed := time.Now()
 	if ctx.Err() != nil {
 		return nil, s.release(req, claims, ctx.Err())
 	}
 	b, err := s.batch(req, claims)
+	if b != nil {
+		b.Claimed = claimed
+	}
 	if err != nil && req.AutoAck {
 		// The claim already moved the cursors: give the spans back, or their messages
 		// (and those of every partition claimed with them) would be skipped unseen. A
@@ -223,7 +236,7 @@ func (s *Service) claim(ctx context.Context, req ports.PopRequest) (*Batch, erro
 func (s *Service) popStore(ctx context.Context, req ports.PopRequest) ([]ports.Claim, error) {
 	t := s.opts.Hot.CheckOut(req)
 	if t == nil {
-		claims, _, err := s.store.Pop(ctx, req)
+		claims, _, err := s.storePop(ctx, req)
 		if err == nil {
 			s.opts.Hot.Scanned(req)
 		}
@@ -234,9 +247,15 @@ func (s *Service) popStore(ctx context.Context, req ports.PopRequest) ([]ports.C
 		return nil, nil
 	}
 	req.Candidates = t.Candidates()
-	claims, verdicts, err := s.store.Pop(ctx, req)
+	claims, verdicts, err := s.storePop(ctx, req)
 	t.CheckIn(verdicts, err)
 	return claims, err
+}
+
+// storePop is the store's claim call, timed (the claim stage).
+func (s *Service) storePop(ctx context.Context, req ports.PopRequest) ([]ports.Claim, []ports.Verdict, error) {
+	defer s.opts.Stages.Pop.Claim.Since(time.Now())
+	return s.store.Pop(ctx, req)
 }
 
 // await parks an empty pop until a wake, its next re-check, its deadline (left), the

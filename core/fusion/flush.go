@@ -24,6 +24,7 @@ type flushPart struct {
 	opens    bool   // first part of a bundle its shard fired itself (counted in shard.bundles)
 	p        *part
 	refs     []ref
+	since    int64         // the oldest frame's arrival, unix ns
 	verified int64         // dedup cache watermark for the segment (-1: probe everything)
 	seg      ports.Segment // built when the part is taken (shard.take), off the commit's path
 	plan     plan
@@ -55,11 +56,17 @@ func (b *Batcher) flush(bundle []flushPart) {
 			segs[k] = fp.seg
 		}
 		start := time.Now()
+		for _, fp := range bundle {
+			b.push.Wait.Observe(time.Duration(start.UnixNano() - fp.since))
+		}
 		results, err := b.store.PushSegments(context.Background(), segs)
-		b.opts.Limiter.Release(time.Since(start), err == nil)
+		returned := time.Now()
+		b.opts.Limiter.Release(returned.Sub(start), err == nil)
+		b.push.Commit.Observe(returned.Sub(start))
 		next := b.nextOffers()
 		if next == nil {
 			b.finish(bundle, segs, results, err)
+			b.push.Route.Since(returned)
 			return
 		}
 		// Chain: this goroutine carries the next bundle to the database at once, and
@@ -71,6 +78,7 @@ func (b *Batcher) flush(bundle []flushPart) {
 		go func(bundle []flushPart, segs []ports.Segment, results []ports.SegmentResult, err error) {
 			defer b.wg.Done()
 			b.finish(bundle, segs, results, err)
+			b.push.Route.Since(returned)
 		}(bundle, segs, results, err)
 		bundle = next
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/queen-go/queen/core/loglimit"
 	"github.com/queen-go/queen/core/notify"
 	"github.com/queen-go/queen/core/segment"
+	"github.com/queen-go/queen/core/stages"
 	"github.com/queen-go/queen/core/vegas"
 	"github.com/queen-go/queen/ports"
 )
@@ -86,6 +87,8 @@ type Options struct {
 	// Commits, when set, hears of every committed segment (announced from the goroutine
 	// routing the bundle's answers).
 	Commits *notify.Commits
+	// Stages times the push path's wait, commit and route stages [its own].
+	Stages *stages.Timers
 }
 
 func (o *Options) defaults() {
@@ -109,6 +112,9 @@ func (o *Options) defaults() {
 	}
 	if o.SummaryEvery <= 0 {
 		o.SummaryEvery = 10 * time.Second
+	}
+	if o.Stages == nil {
+		o.Stages = stages.New()
 	}
 	if o.CacheBytes == 0 {
 		o.CacheBytes = DefaultCacheBytes
@@ -149,7 +155,11 @@ type Batcher struct {
 	nOffered atomic.Int32 // len(offered), read without the lock
 
 	stats counters
+	push  *stages.Push // opts.Stages' push path
 }
+
+// now is the wall clock in unix ns, the frames' arrival stamp (the wait stage).
+func (b *Batcher) now() int64 { return time.Now().UnixNano() }
 
 // New returns a Batcher committing through store; it starts nothing (see Start).
 func New(store ports.SegmentStore, codec *segment.Codec, opts Options) *Batcher {
@@ -161,6 +171,7 @@ func New(store ports.SegmentStore, codec *segment.Codec, opts Options) *Batcher 
 		stop:      make(chan struct{}),
 		quit:      make(chan struct{}),
 		warmSlots: make(chan struct{}, warmParallel),
+		push:      &opts.Stages.Push,
 	}
 	b.warmCtx, b.cancelWarm = context.WithCancel(context.Background())
 	b.shards = make([]*shard, opts.Shards)

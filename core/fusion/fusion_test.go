@@ -16,6 +16,7 @@ import (
 	"github.com/queen-go/queen/adapters/memory"
 	"github.com/queen-go/queen/core/dedup"
 	"github.com/queen-go/queen/core/segment"
+	"github.com/queen-go/queen/core/stages"
 	"github.com/queen-go/queen/core/vegas"
 	"github.com/queen-go/queen/internal/syncbuf"
 	"github.com/queen-go/queen/ports"
@@ -580,4 +581,32 @@ func BenchmarkKnownCommittedSteady(b *testing.B) {
 	for i := range b.N {
 		commit(held + i)
 	}
+}
+
+// The push stages (core/stages): a partition that waits for the permit another bundle
+// holds counts that wait, every bundle counts its database call and its routing.
+func TestStagesTimeWaitCommitAndRoute(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		store := memory.NewStore()
+		store.BeforePush = func([]ports.Segment) error { time.Sleep(10 * time.Millisecond); return nil }
+		timers := stages.New()
+		b := newBatcher(t, store, Options{Shards: 1, Stages: timers, Limiter: vegas.New(vegas.Options{Initial: 1, Min: 1, Max: 1})})
+		var wg sync.WaitGroup
+		b.Submit(request(&wg, "q", "p0", "a"))
+		synctest.Wait() // p0's commit is in the database
+		b.Submit(request(&wg, "q", "p1", "b"))
+		wg.Wait()
+		synctest.Wait() // the route stage is counted after the answers
+		p := &timers.Push
+		if s := p.Commit.Read(); s.Count != 2 || s.SumSeconds != 0.02 {
+			t.Fatalf("commit stage: %d calls, %v s; want 2 calls of 10 ms", s.Count, s.SumSeconds)
+		}
+		if s := p.Wait.Read(); s.Count != 2 || s.SumSeconds != 0.01 {
+			t.Fatalf("wait stage: %d segments, %v s; want p0 at once and p1 after p0's 10 ms commit", s.Count, s.SumSeconds)
+		}
+		if s := p.Route.Read(); s.Count != 2 {
+			t.Fatalf("route stage: %d bundles, want 2", s.Count)
+		}
+	})
 }

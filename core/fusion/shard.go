@@ -20,6 +20,7 @@ type part struct {
 	key                      string // partKey(tenant, queue, partition)
 	tenant, queue, partition string
 	refs                     []ref  // accumulated frames, arrival order
+	since                    int64  // arrival of refs[0], unix ns (the wait stage, core/stages)
 	inFlight                 bool   // a flush of this partition has not completed
 	ready                    bool   // listed in shard.ready
 	used                     uint32 // shard.sweeps when frames last arrived (see sweepIdle)
@@ -135,6 +136,9 @@ func (s *shard) add(gs []*Group) {
 			s.parts[key] = p
 		}
 		p.used = s.sweeps
+		if len(p.refs) == 0 && len(g.Frames) > 0 {
+			p.since = s.b.now()
+		}
 		for i := range g.Frames {
 			p.refs = append(p.refs, ref{g, i})
 		}
@@ -192,7 +196,7 @@ func (s *shard) takeInto(bundle []flushPart, n int) []flushPart {
 	bundle = slices.Grow(bundle, n)[:start+n]
 	for k, p := range s.ready[:n] {
 		fp := &bundle[start+k]
-		*fp = flushPart{s: s, p: p, refs: p.refs, verified: s.known[p.key].verifiedFor(p.refs)}
+		*fp = flushPart{s: s, p: p, refs: p.refs, since: p.since, verified: s.known[p.key].verifiedFor(p.refs)}
 		fp.seg, fp.plan = s.b.build(*fp)
 		s.pending -= len(p.refs)
 		p.refs, p.ready, p.inFlight = nil, false, true
@@ -217,6 +221,7 @@ func (s *shard) complete(f *flushed) {
 			s.learn(p.key, f.segs[k], f.results[k])
 		}
 		if rem := f.remainder[k]; len(rem) > 0 {
+			p.since = f.bundle[k].since // the remainder arrived before anything pending
 			p.refs = append(rem, p.refs...)
 			s.pending += len(rem)
 		}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/queen-go/queen/core/notify"
+	"github.com/queen-go/queen/core/stages"
 	"github.com/queen-go/queen/ports"
 )
 
@@ -611,6 +612,25 @@ func TestIdleSweepDropsStaleQueues(t *testing.T) {
 		synctest.Wait()
 		if st := f.l.Stats(); st.Queues != 0 {
 			t.Fatalf("%d queues: a queue untouched for three sweeps kept its state", st.Queues)
+		}
+	})
+}
+
+// The ready stage (core/stages) counts, per candidate, the time from the mark that made
+// its partition ready to the pop that checked it out.
+func TestReadyStageTimesMarkToCheckOut(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		timers := stages.New()
+		f := newFixture(t, Options{Stages: timers})
+		f.register("q", "g")
+		f.push("q", 1, 1)
+		time.Sleep(3 * time.Millisecond)
+		tk := f.l.CheckOut(popReq("q", "g"))
+		tk.CheckIn(nil, nil) // the candidate is ready again from now
+		time.Sleep(time.Millisecond)
+		f.l.CheckOut(popReq("q", "g")).CheckIn(nil, nil)
+		if s := timers.Pop.Ready.Read(); s.Count != 2 || s.SumSeconds != 0.004 {
+			t.Fatalf("ready stage: %d candidates, %v s; want 2 (3 ms, then 1 ms)", s.Count, s.SumSeconds)
 		}
 	})
 }

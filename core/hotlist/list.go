@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/queen-go/queen/core/stages"
 	"github.com/queen-go/queen/ports"
 )
 
@@ -67,6 +68,8 @@ type Options struct {
 	Trace     string
 	TraceRate int
 	Logger    *slog.Logger
+	// Stages times the ready stage: a slot made ready to a pop checking it out [its own].
+	Stages *stages.Timers
 }
 
 func (o *Options) defaults() {
@@ -93,6 +96,9 @@ func (o *Options) defaults() {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
+	if o.Stages == nil {
+		o.Stages = stages.New()
+	}
 }
 
 func setDefault[T int | time.Duration](v *T, d T) {
@@ -117,13 +123,14 @@ type List struct {
 
 	stats counters
 	trace *tracer
+	ready *stages.Histogram // opts.Stages' ready stage
 }
 
 // New returns a List whose reseed floor reads store; it starts nothing (see Start).
 func New(store ports.HotlistStore, opts Options) *List {
 	opts.defaults()
 	return &List{store: store, opts: opts, queues: make(map[string]*queue),
-		reseedq: make(chan *ring, 1024), trace: newTracer(opts)}
+		reseedq: make(chan *ring, 1024), trace: newTracer(opts), ready: &opts.Stages.Pop.Ready}
 }
 
 // Enabled reports whether the hot-list serves pops.

@@ -88,7 +88,7 @@ func (l *List) markRing(r *ring, i uint32, count uint32, now int64) bool {
 		case window > 0 && s.marks[loc] < uint32(l.opts.WindowBatch):
 			s.toWheel(loc, s.first[loc]+int64(window), whyWindow)
 		default:
-			s.pushReady(loc)
+			s.pushReady(loc, now)
 			return true
 		}
 	case wheeled:
@@ -96,7 +96,7 @@ func (l *List) markRing(r *ring, i uint32, count uint32, now int64) bool {
 		// deadline is never shortened, and a lease park waits for its own end.
 		if s.why[loc] == whyWindow && window > 0 && s.marks[loc] >= uint32(l.opts.WindowBatch) {
 			s.revisit[loc] = 0 // the heap entry goes stale
-			s.pushReady(loc)
+			s.pushReady(loc, now)
 			return true
 		}
 	}

@@ -144,7 +144,7 @@ func (l *List) reclaim(r *ring, now time.Time) {
 		s := r.subs[k]
 		for loc, st := range s.state {
 			if st == inflight && s.revisit[loc] < limit {
-				s.pushReady(int32(loc))
+				s.pushReady(int32(loc), now.UnixNano())
 				l.stats.reclaimed.Add(1)
 			}
 		}

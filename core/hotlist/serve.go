@@ -64,6 +64,7 @@ func (l *List) CheckOut(req ports.PopRequest) *Ticket {
 			if loc == none {
 				break
 			}
+			l.ready.Observe(time.Duration(now - s.revisit[loc]))
 			s.state[loc], s.revisit[loc] = inflight, now
 			t.idx = append(t.idx, r.index(sk, loc))
 			t.epochs = append(t.epochs, s.epoch[loc])
@@ -102,7 +103,7 @@ func (l *List) putBack(r *ring, i uint32) {
 	r.mu[k].Lock()
 	defer r.mu[k].Unlock()
 	if s := r.subs[k]; s.state[loc] == inflight {
-		s.pushReady(loc)
+		s.pushReady(loc, time.Now().UnixNano())
 	}
 }
 
@@ -175,7 +176,7 @@ func (l *List) checkIn(r *ring, i, epoch uint32, v ports.Verdict, autoAck bool, 
 		case v.Drained && s.epoch[loc] == epoch:
 			s.setIdle(loc)
 		default:
-			s.pushReady(loc)
+			s.pushReady(loc, ns)
 			return true
 		}
 	case ports.VerdictEmpty:
@@ -187,7 +188,7 @@ func (l *List) checkIn(r *ring, i, epoch uint32, v ports.Verdict, autoAck bool, 
 		case s.epoch[loc] == epoch:
 			s.setIdle(loc) // nothing marked since the check-out: really empty
 		default:
-			s.pushReady(loc) // a push landed meanwhile: its data is real
+			s.pushReady(loc, ns) // a push landed meanwhile: its data is real
 			return true
 		}
 	case ports.VerdictLeased:
@@ -197,7 +198,7 @@ func (l *List) checkIn(r *ring, i, epoch uint32, v ports.Verdict, autoAck bool, 
 	case ports.VerdictGone:
 		s.setIdle(loc)
 	default: // skipped: not evaluated, still pending
-		s.pushReady(loc)
+		s.pushReady(loc, ns)
 		return true
 	}
 	return false
@@ -253,7 +254,7 @@ func (l *List) Acked(tenant, queueName, group, partitionID string, completed boo
 			}
 			s.setIdle(loc)
 		case st != ready:
-			s.pushReady(loc)
+			s.pushReady(loc, time.Now().UnixNano())
 			promoted = true
 		}
 	}

@@ -29,7 +29,7 @@ type subring struct {
 	why     []uint8
 	epoch   []uint32 // incremented by every mark: a check-in compares it to its snapshot
 	base    []uint32 // epoch when the last took was checked in (promote on ack)
-	revisit []int64  // unix ns: wheel due time, or the check-out time of an inflight slot
+	revisit []int64  // unix ns: wheel due time, check-out time (inflight), or when it became ready
 	first   []int64  // unix ns of the first mark since idle (windowBuffer hold)
 	marks   []uint32 // messages marked since idle (windowBuffer batch threshold)
 	drained []bool   // the last took claimed everything visible (may clear on ack)
@@ -66,9 +66,10 @@ func (s *subring) grow(l int32) {
 
 func newSubring() *subring { return &subring{head: none, tail: none} }
 
-// pushReady appends slot l to the ready list (it must not be on it).
-func (s *subring) pushReady(l int32) {
-	s.state[l] = ready
+// pushReady appends slot l, ready since at (unix ns), to the ready list (it must not be
+// on it).
+func (s *subring) pushReady(l int32, at int64) {
+	s.state[l], s.revisit[l] = ready, at
 	s.prev[l], s.next[l] = s.tail, none
 	if s.tail == none {
 		s.head = l
@@ -125,7 +126,7 @@ func (s *subring) due(now int64) int {
 		if s.state[e.slot] != wheeled || s.revisit[e.slot] != e.at {
 			continue // stale: the slot left the wheel or was rescheduled
 		}
-		s.pushReady(e.slot)
+		s.pushReady(e.slot, e.at)
 		n++
 	}
 	return n
