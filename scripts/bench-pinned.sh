@@ -61,6 +61,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export LC_ALL=C # decimal points in EPOCHREALTIME, awk and sort
+name=bench-pinned
+# die, pg_bin_dir, ports_free, commit_label, json_tsv, start_broker, stop_broker.
+. scripts/lib-pinned.sh
 
 pin=${PIN:-1}
 pg_cpus=${PG_CPUS:-0}
@@ -75,11 +78,6 @@ payload=${PAYLOAD:-110}
 port=${PINNED_PORT:-16634}
 keep_data=${KEEP_DATA:-0}
 
-die() {
-  echo "bench-pinned: $*" >&2
-  exit 2
-}
-
 for b in bin/queen-server bin/queen-bench; do
   [ -x "$b" ] || die "$b is missing: run make build"
 done
@@ -92,51 +90,16 @@ writes_conns=${WRITES_CONNS:-4}
 if [ "$pin" = 1 ]; then
   command -v taskset >/dev/null || die "taskset not found (PIN=1 needs it: Debian package util-linux), or run with PIN=0"
 fi
-if command -v jq >/dev/null; then
-  json_fields() { jq -r '[.rates.msgs, .totals.msgs, .seconds, .extra.pg_us_per_msg // "", .extra.broker_us_per_msg // "",
-    .extra.bench_us_per_msg // "", .p50_ms, .p99_ms, (.totals.errors // 0) + (.totals.notStored // 0)] | @tsv' "$1"; }
-elif command -v python3 >/dev/null; then
-  json_fields() {
-    python3 -c 'import json,sys
-s = json.load(open(sys.argv[1])); x = s.get("extra") or {}; t = s["totals"]
-print("\t".join(str(v) for v in [s["rates"]["msgs"], t["msgs"], s["seconds"], x.get("pg_us_per_msg", ""),
-    x.get("broker_us_per_msg", ""), x.get("bench_us_per_msg", ""), s["p50_ms"], s["p99_ms"],
-    t.get("errors", 0) + t.get("notStored", 0)]))' "$1"
-  }
-else
-  die "jq or python3 is needed to read queen-bench's JSON line"
-fi
-
-# pg_bin_dir: where pglocal finds the server binaries (initdb on PATH, else the newest
-# /usr/lib/postgresql/*/bin); the running postmaster's directory replaces it later.
-pg_bin_dir() {
-  local d
-  if d=$(command -v initdb 2>/dev/null); then
-    d=$(dirname "$(readlink -f "$d")")
-    [ -x "$d/postgres" ] && { echo "$d"; return; }
-  fi
-  for d in $(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -t/ -k5,5 -rn); do
-    [ -x "$d/initdb" ] && [ -x "$d/postgres" ] && { echo "$d"; return; }
-  done
-}
 bindir=$(pg_bin_dir)
 [ -n "$bindir" ] || die "PostgreSQL's server binaries (initdb, postgres) not found: install them (Debian: apt-get install postgresql)"
 [ -x "$bindir/pgbench" ] || die "pgbench not found in $bindir (it ships with the PostgreSQL server package; Debian: postgresql)"
-for p in "$port" $((port + 1)); do
-  if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
-    die "port $p is in use by a server this script did not start: set PINNED_PORT"
-  fi
-done
+ports_free PINNED_PORT "$port" $((port + 1))
 
 dir=$(mktemp -d /tmp/queen-pinned.XXXXXX)
 chmod 755 "$dir" # the embedded PostgreSQL runs as the postgres user when we are root
-url="http://127.0.0.1:$port"
 results="$dir/results.tsv"
 printf 'scenario\tround\tside\tmsgs\tseconds\tmsgs_per_s\tpg_us\tbroker_us\tclient_us\tp50_ms\tp99_ms\terrors\n' >"$results"
-commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
-if [ "$commit" != unknown ] && ! git diff --quiet HEAD -- 2>/dev/null; then
-  commit="$commit+uncommitted changes"
-fi
+commit_label
 tck=$(getconf CLK_TCK)
 
 pid=""       # the broker
@@ -152,67 +115,17 @@ cleanup() {
     kill -TERM "$pgb_pid" 2>/dev/null || true
     wait "$pgb_pid" 2>/dev/null || true
   fi
-  if [ -n "$pid" ]; then
-    # SIGTERM: the broker stops gracefully, and its embedded PostgreSQL with it.
-    kill -TERM "$pid" 2>/dev/null || true
-    for _ in $(seq 1 600); do
-      kill -0 "$pid" 2>/dev/null || break
-      sleep 0.1
-    done
-    kill -KILL "$pid" 2>/dev/null || true
-    wait "$pid" 2>/dev/null || true
-  fi
+  stop_broker
   [ "$keep_data" = 1 ] || rm -rf "$dir/data"
   echo "bench-pinned: run directory (logs, results.tsv, pgbench scripts and logs): $dir"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-client=() # prefix of the broker and the load generators
-if [ "$pin" = 1 ]; then
-  client=(taskset -c "$client_cpus")
-fi
-
 echo "bench-pinned: commit $commit, PIN=$pin, scenarios: $scenarios, $rounds rounds of ${secs}s a side; $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
-QUEEN_DATA_DIR="$dir/data" PORT="$port" QUEEN_BIND_ADDR=127.0.0.1 LOG_LEVEL=${LOG_LEVEL:-warn} \
-  "${client[@]}" ./bin/queen-server >"$dir/server.log" 2>&1 &
-pid=$!
-# Ready: one push, to a queue of its own, once GET /health answers.
-if ! ./bin/queen-bench push -url "$url" -ready-timeout 120s -count 1 -conns 1 -queue bench-ready \
-  >"$dir/ready.log" 2>&1; then
-  tail -n 20 "$dir/server.log" >&2 || true
-  die "the broker did not come up: see $dir/server.log and $dir/ready.log"
-fi
-pidfile="$dir/data/pg/postmaster.pid"
-[ -r "$pidfile" ] || die "no $pidfile: is the broker on an embedded PostgreSQL? (unset QUEEN_PG_URL, PG_HOST, ...)"
-pm=$(sed -n 1p "$pidfile")
-pgport=$(sed -n 4p "$pidfile")
-[ "$(cat "/proc/$pm/comm" 2>/dev/null)" = postgres ] || die "process $pm of $pidfile is not a postgres postmaster"
-# pgbench and psql of the running cluster's own version.
-if d=$(dirname "$(readlink -f "/proc/$pm/exe" 2>/dev/null)") && [ -x "$d/pgbench" ] && [ -x "$d/psql" ]; then
-  bindir=$d
-fi
-export PGHOST=127.0.0.1 PGPORT=$pgport PGUSER=postgres
-psql=("$bindir/psql" -X -q -v ON_ERROR_STOP=1)
-
-if [ "$pin" = 1 ]; then
-  # The postmaster started on the broker's cores: move it and every process it has forked
-  # so far (all threads of each); later backends inherit the postmaster's affinity.
-  taskset -a -c -p "$pg_cpus" "$pm" >/dev/null
-  for c in $(pgrep -P "$pm"); do
-    taskset -a -c -p "$pg_cpus" "$c" >/dev/null 2>&1 || true
-  done
-  {
-    echo "broker $pid: $(taskset -c -p "$pid")"
-    for c in "$pm" $(pgrep -P "$pm"); do
-      echo "postgres $c ($(tr '\0' ' ' <"/proc/$c/cmdline" 2>/dev/null | cut -c1-60)): $(taskset -c -p "$c" 2>/dev/null)"
-    done
-  } >"$dir/affinity.txt"
-  echo "bench-pinned: pinned PostgreSQL (postmaster $pm and $(pgrep -c -P "$pm" || true) children) to CPU $pg_cpus;" \
-    "broker $pid, pgbench and queen-bench to CPU $client_cpus ($dir/affinity.txt)"
-else
-  echo "bench-pinned: nothing pinned (PIN=0)"
-fi
+pg_tools=(pgbench psql)
+clients_desc="pgbench and queen-bench"
+start_broker
 echo "bench-pinned: broker $pid on $url, PostgreSQL $("${psql[@]}" -d postgres -Atc 'SHOW server_version' 2>/dev/null) (postmaster $pm, port $pgport), pgbench $bindir/pgbench"
 "${psql[@]}" -d postgres -c 'CREATE DATABASE bench_baseline'
 
@@ -425,9 +338,10 @@ fusion() {
   fi
   grep '^{"mode":' "$out.out" | tail -n 1 >"$out.json"
   [ -s "$out.json" ] || die "no summary line in $out.out"
-  json_fields "$out.json" | awk -F'\t' -v sc="$sc" -v r="$r" -v side="$side" 'BEGIN { OFS = "\t" }
+  json_tsv "$out.json" rates.msgs totals.msgs seconds extra.pg_us_per_msg extra.broker_us_per_msg \
+    extra.bench_us_per_msg p50_ms p99_ms totals.errors totals.notStored | awk -F'\t' -v sc="$sc" -v r="$r" -v side="$side" 'BEGIN { OFS = "\t" }
     { printf "%s\t%d\t%s\t%d\t%.3f\t%.1f\t%s\t%s\t%s\t%.2f\t%.2f\t%d\n", sc, r, side, $2, $3, $1,
-      ($4 == "" ? "" : sprintf("%.1f", $4)), ($5 == "" ? "" : sprintf("%.1f", $5)), ($6 == "" ? "" : sprintf("%.1f", $6)), $7, $8, $9 }' >>"$results"
+      ($4 == "" ? "" : sprintf("%.1f", $4)), ($5 == "" ? "" : sprintf("%.1f", $5)), ($6 == "" ? "" : sprintf("%.1f", $6)), $7, $8, $9 + $10 }' >>"$results"
   tail -n 1 "$results" | awk -F'\t' '{ printf "    %-9s %s msgs/s, PG %s µs/msg, broker %s µs/msg, queen-bench %s µs/msg, p50 %s ms, p99 %s ms\n", $3 ":", $6, $7, $8, $9, $10, $11 }'
   [ "$side" = floor ] && return 0
   # The bundle size, for the writes scenario's WRITES_BUNDLE (the phase's whole run).
