@@ -84,6 +84,12 @@ func runLatency(ctx context.Context, cfg LatencyConfig) (Summary, error) {
 	m := r.m
 	// A message can be consumed before its push is answered: the backlog is never negative.
 	m.Gauge("backlog", func() int64 { return max(m.Get("pushed")-m.Get("consumed"), 0) })
+	scraper, err := NewClient(cfg.URL, 10*time.Second)
+	if err != nil {
+		return Summary{}, err
+	}
+	defer scraper.Close()
+	before, _ := scraper.ScrapeAll()
 	runCtx, cancel := context.WithTimeout(ctx, cfg.Duration)
 	defer cancel()
 	r.from = time.Now().Add(cfg.Warmup)
@@ -97,7 +103,7 @@ func runLatency(ctx context.Context, cfg LatencyConfig) (Summary, error) {
 		done <- Workers(consumeCtx, cfg.URL, cfg.Consumers, time.Duration(cfg.TimeoutMS)*time.Millisecond+10*time.Second,
 			nil, 0, r.consume)
 	}()
-	err := Workers(runCtx, cfg.URL, cfg.Producers, 30*time.Second, m, 0, r.produce)
+	err = Workers(runCtx, cfg.URL, cfg.Producers, 30*time.Second, m, 0, r.produce)
 	drain := time.Now().Add(5 * time.Second)
 	for m.Get("consumed") < m.Get("pushed") && time.Now().Before(drain) {
 		time.Sleep(10 * time.Millisecond)
@@ -109,6 +115,17 @@ func runLatency(ctx context.Context, cfg LatencyConfig) (Summary, error) {
 		"send_lag_p50_ms": r.sendLag.Quantile(0.5), "send_lag_p99_ms": r.sendLag.Quantile(0.99)}
 	if cerr := <-done; err == nil {
 		err = cerr
+	}
+	if after, ok := scraper.ScrapeAll(); ok && before != nil {
+		// The whole run's stages, warm-up included: the broker's histograms have no
+		// notion of the measured window.
+		push := Stages(before, after, FamilyPushStages, "read", "wait", "commit", "route", "answer")
+		pop := Stages(before, after, FamilyPopStages, "ready", "claim", "answer")
+		if len(push) > 0 {
+			s.Extra["push_stages"], s.Extra["pop_stages"] = push, pop
+			printStages(cfg.Out, "push stages (broker)", push)
+			printStages(cfg.Out, "pop stages (broker)", pop)
+		}
 	}
 	return s, err
 }
