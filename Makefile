@@ -8,7 +8,7 @@ STATICCHECK := $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 QUEEN_BENCH_SECONDS ?= 10
 export QUEEN_BENCH_SECONDS
 
-.PHONY: all build lambda run test check wire-check bench bench-consume bench-ack bench-restart bench-pipeline bench-pinned bench-allocator bench-rtt bench-hotlist bench-admin bench-retention bench-history faults soak generate vet clean
+.PHONY: all build lambda run test check wire-check bench bench-consume bench-ack bench-restart bench-pipeline bench-pinned bench-latency bench-allocator bench-rtt bench-hotlist bench-admin bench-retention bench-history faults soak generate vet clean
 
 all: build
 
@@ -30,16 +30,20 @@ run: build
 # Every test, under the race detector: unit tests, the ports' conformance suites,
 # PostgreSQL integration tests (each test binary starts its own throwaway cluster unless
 # QUEEN_TEST_PG_URL is set), the black-box HTTP tests in e2e/ (goleak checks that nothing
-# is left running), fuzz seed corpora, and the deployment manifests' checks (deploy/, its
-# own module); after the static checks.
+# is left running), fuzz seed corpora, the deployment manifests' checks (deploy/, its
+# own module) and the benchmark peers' (bench/peers, its own module); after the static
+# checks.
 test: check
 	$(GO) test -race -count=1 -timeout 18m ./...
 	cd deploy && $(GO) test -race -count=1 ./...
+	cd bench/peers && $(GO) test -race -count=1 ./...
 
-# Static checks: go vet, staticcheck, and wire_gen.go up to date with wire.go.
+# Static checks: go vet, staticcheck, and wire_gen.go up to date with wire.go (deploy/ and
+# bench/peers, modules of their own, vetted and checked too).
 check: vet wire-check
 	$(STATICCHECK) ./...
 	cd deploy && $(GO) vet ./... && $(STATICCHECK) ./...
+	cd bench/peers && $(GO) vet ./... && $(STATICCHECK) ./...
 
 # Fails when wire_gen.go is stale (regenerate it with make generate and commit it).
 wire-check:
@@ -86,6 +90,15 @@ bench-pipeline: build
 # (SCENARIOS, ROUNDS, SECONDS_PER_SIDE, PIN, ...: see the script). Needs pgbench and taskset.
 bench-pinned: build
 	./scripts/bench-pinned.sh
+
+# Push-to-consume latency of queen-go beside River's (bench/peers/river, a module of its own
+# so the broker never depends on River) on one embedded PostgreSQL, pinned as bench-pinned
+# (PostgreSQL on CPU 0, the broker and both clients on CPU 1), alternating in rounds; prints
+# a markdown table with each side's percentiles, CPU per message and the queen/river ratios
+# (RATES, ROUNDS, SECONDS_PER_SIDE, PRODUCERS, PIN, ...: see the script). Needs taskset.
+bench-latency: build
+	cd bench/peers && $(GO) build -o ../../$(BIN)/peer-river ./river
+	./scripts/bench-latency.sh
 
 # The push bundle's database cost alone: backend CPU per segment of the set-based
 # log_push_multi_v3 against its per-segment reference log_push_multi_v2, alternating
