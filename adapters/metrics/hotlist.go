@@ -30,6 +30,8 @@ var (
 	hlReseedRows = prometheus.NewDesc("queen_hotlist_reseed_rows_total", "Partitions the reseeds returned.", nil, nil)
 	hlReseedErrs = prometheus.NewDesc("queen_hotlist_reseed_errors_total", "Reseeds that failed.", nil, nil)
 	hlSwept      = prometheus.NewDesc("queen_hotlist_swept_total", "Queues whose state the idle sweep dropped.", nil, nil)
+	hlWakes      = prometheus.NewDesc("queen_hotlist_wakes_total",
+		"Wake calls for parked pops: at once (when=\"now\": a commit that found no wake outstanding, a transaction, a hint) or by the wake tick (when=\"tick\").", []string{"when"}, nil)
 	peerHints    = prometheus.NewDesc("queen_peer_hints_total", "Hints exchanged with the other brokers, by direction.", []string{"direction"}, nil)
 	peerDropped  = prometheus.NewDesc("queen_peer_hints_dropped_total", "Hints dropped because too many were pending.", nil, nil)
 	peerFailures = prometheus.NewDesc("queen_peer_hints_publish_failures_total", "Hint batches that could not be published.", nil, nil)
@@ -43,7 +45,7 @@ var verdictNames = map[ports.VerdictKind]string{ports.VerdictSkipped: "skipped",
 
 func (c hotlistCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{hlQueues, hlRings, hlReady, hlWheel, hlMarks, hlCheckouts, hlCandidates,
-		hlVerdicts, hlPromotes, hlReclaimed, hlReseeds, hlReseedRows, hlReseedErrs, hlSwept, peerHints, peerDropped, peerFailures, peerChanges} {
+		hlVerdicts, hlPromotes, hlReclaimed, hlReseeds, hlReseedRows, hlReseedErrs, hlSwept, hlWakes, peerHints, peerDropped, peerFailures, peerChanges} {
 		ch <- d
 	}
 }
@@ -73,6 +75,8 @@ func (c hotlistCollector) Collect(ch chan<- prometheus.Metric) {
 	count(hlReseedRows, st.ReseedRows)
 	count(hlReseedErrs, st.ReseedErrors)
 	count(hlSwept, st.Swept)
+	count(hlWakes, st.WakesNow, "now")
+	count(hlWakes, st.WakesTick, "tick")
 	if c.peers == nil {
 		return
 	}

@@ -463,6 +463,39 @@ func TestWakes(t *testing.T) {
 	})
 }
 
+// A local push wakes at once when no wake of its queue is outstanding; the pushes that
+// land before the woken pop checks out wait for the tick; a check-out makes the next
+// push wake at once again.
+func TestQuietMarkWakesAtOnceWhenNoWakeIsOutstanding(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFixture(t, Options{WakeTick: 5 * time.Millisecond})
+		f.register("q", "g")
+		base := f.w.count()
+		f.push("q", 1, 1)
+		if got := f.w.count() - base; got != 1 {
+			t.Fatalf("%d wakes right after a push to an idle queue, want 1 (at once)", got)
+		}
+		f.push("q", 2, 1)
+		f.push("q", 3, 1)
+		if got := f.w.count() - base; got != 1 {
+			t.Fatalf("%d wakes while a woken pop has not looked, want 1", got)
+		}
+		time.Sleep(5 * time.Millisecond)
+		synctest.Wait()
+		if got := f.w.count() - base; got != 3 {
+			t.Fatalf("%d wakes after the tick, want 3 (one per partition marked meanwhile)", got)
+		}
+		f.l.CheckOut(popReq("q", "g")).CheckIn(nil, nil)
+		f.push("q", 4, 1)
+		if got := f.w.count() - base; got != 4 {
+			t.Fatalf("%d wakes after a check-out and a push, want 4 (at once)", got)
+		}
+		if st := f.l.Stats(); st.WakesNow != 2 || st.WakesTick != 2 {
+			t.Fatalf("wakes now %d, by the tick %d; want 2 and 2", st.WakesNow, st.WakesTick)
+		}
+	})
+}
+
 func TestDisabledIsOneBranch(t *testing.T) {
 	t.Parallel()
 	w := &wakes{}

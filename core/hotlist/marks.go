@@ -51,7 +51,15 @@ func (l *List) mark(tenant, queueName, key, partition, id string, count int, now
 	}
 	// A queue with no ring still wakes: a pop pinned to the partition parks on the
 	// queue's gate without a ring, and must not be stranded.
-	if now {
+	//
+	// A quiet mark wakes at once too when no wake of the queue is outstanding: the pop
+	// it wakes checks out every ready candidate, those of the marks that land before it
+	// runs included, so one wake per claim suffices and the tick only carries the marks
+	// that arrive while a woken pop has not looked yet. Waits for the tick alone cost
+	// each message half a tick, on average, on its way to an idle consumer
+	// (docs/benchmarks.md, "Latency beside River").
+	if now || q.woken.CompareAndSwap(false, true) {
+		l.stats.wakesNow.Add(1)
 		l.opts.Wake(key, partition)
 		return
 	}
@@ -131,9 +139,11 @@ func (l *List) tickWakes(ctx context.Context) {
 			q.wakeAll = false
 			q.wakeMu.Unlock()
 			if all {
+				l.stats.wakesTick.Add(1)
 				l.opts.Wake(q.key, "")
 			}
 			for p := range parts {
+				l.stats.wakesTick.Add(1)
 				l.opts.Wake(q.key, p)
 			}
 		}

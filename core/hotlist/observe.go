@@ -20,6 +20,7 @@ type counters struct {
 	promotes, reclaimed               atomic.Uint64
 	reseeds, reseedRows, reseedErrors atomic.Uint64
 	swept                             atomic.Uint64
+	wakesNow, wakesTick               atomic.Uint64
 }
 
 // Stats is a snapshot of the hot-list for the metrics.
@@ -31,6 +32,7 @@ type Stats struct {
 	Promotes, Reclaimed         uint64
 	Reseeds, ReseedRows         uint64
 	ReseedErrors, Swept         uint64
+	WakesNow, WakesTick         uint64 // wake calls made at once by marks, and by the wake tick
 }
 
 // ringLoad is one ring's size, for the busiest-rings log lines.
@@ -70,7 +72,8 @@ func (l *List) Stats() Stats {
 		Checkouts: l.stats.checkouts.Load(), Candidates: l.stats.candidates.Load(),
 		Promotes: l.stats.promotes.Load(), Reclaimed: l.stats.reclaimed.Load(),
 		Reseeds: l.stats.reseeds.Load(), ReseedRows: l.stats.reseedRows.Load(),
-		ReseedErrors: l.stats.reseedErrors.Load(), Swept: l.stats.swept.Load()}
+		ReseedErrors: l.stats.reseedErrors.Load(), Swept: l.stats.swept.Load(),
+		WakesNow: l.stats.wakesNow.Load(), WakesTick: l.stats.wakesTick.Load()}
 	for _, ld := range loads {
 		st.Ready += ld.ready
 		st.Wheel += ld.wheel

@@ -46,6 +46,9 @@ func (l *List) CheckOut(req ports.PopRequest) *Ticket {
 		q.release()
 		return nil
 	}
+	// From here on this pop has seen every mark so far: the next quiet mark may wake at
+	// once again (mark).
+	q.woken.Store(false)
 	k := min(max(req.Partitions*8, 16), 256)
 	t := &Ticket{l: l, q: q, r: r, autoAck: req.AutoAck}
 	now := time.Now().UnixNano()
