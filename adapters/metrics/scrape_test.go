@@ -198,8 +198,10 @@ func fullSources() Sources {
 			return drain.Status{Pending: 3, Failed: 2, FailedFiles: 1, FailedBytes: 4096, DBHealthy: true,
 				SpoolWriteFailedAt: time.Unix(1700000000, 0)}
 		},
-		Parked:    func() int { return 4 },
-		Hotlist:   func() hotlist.Stats { return hotlist.Stats{Queues: 2, Rings: 3, Ready: 5, Wheel: 1} },
+		Parked: func() int { return 4 },
+		Hotlist: func() hotlist.Stats {
+			return hotlist.Stats{Queues: 2, Rings: 3, Ready: 5, Wheel: 1, WakesNow: 6, WakesTick: 2}
+		},
 		Peers:     func() peers.Stats { return peers.Stats{Sent: 8, Received: 6, ChangesReceived: 2} },
 		Retention: func() retention.Stats { return retention.Stats{Segments: 4, SegBytes: 800, Cycles: 1} },
 		History:   func() history.Stats { return history.Stats{Flushes: 12, Failures: 3, Dropped: 1, Pending: 2} },
