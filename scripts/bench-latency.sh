@@ -28,9 +28,15 @@
 #   PARTITIONS         the queen side's partitions (default 100; River's jobs have none)
 #   CONSUMERS          queen-bench's long-poll consumers and River's MaxWorkers (default 16)
 #   PRODUCERS          producer connections (queen-bench) and Insert goroutines (peer-river),
-#                      the same on both sides (default: 32 up to 1,000 msgs/s, 64 above: at
-#                      5,000 msgs/s 32 producers let a slow commit delay the next scheduled
-#                      messages; the table's send lag column shows it)
+#                      the same on both sides (default: 32 up to 1,000 msgs/s, 128 above).
+#                      Each producer has one push in flight, so a side pushes at most
+#                      producers / push time: a queen-go push is answered after its commit
+#                      cycle, 13-15 ms at 5,000 msgs/s on the 2-core machine, where 64
+#                      producers capped it near 4,600 msgs/s (send lag p99 0.6 s) and 128
+#                      kept up (send lag p99 2 ms). The table's send lag column shows it.
+#                      peer-river's pool holds producers + 8 connections: mind
+#                      max_connections (the embedded cluster's is 300, the broker's pool
+#                      takes up to DB_POOL_SIZE of them)
 #   LATENCY_PORT       broker port (default 16642; the script stops if it is in use)
 #   RIVER_ARGS         more peer-river flags (e.g. "-fetch-cooldown 100ms -fetch-poll 1s",
 #                      River's own defaults; peer-river's are 2ms and 50ms)
@@ -88,7 +94,7 @@ producers() {
   elif [ "$1" -le 1000 ]; then
     echo 32
   else
-    echo 64
+    echo 128
   fi
 }
 
