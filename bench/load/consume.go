@@ -28,7 +28,7 @@ type ConsumeConfig struct {
 // RunConsume pops and acknowledges, reporting msgs/s, pop latency, empties and errors,
 // and the CPU per message of the processes cfg.CPU names.
 func RunConsume(ctx context.Context, cfg ConsumeConfig) (Summary, error) {
-	return withCPU(cfg.CPU, cfg.Out, "msgs", func() (Summary, error) { return runConsume(ctx, cfg) })
+	return WithCPU(cfg.CPU, cfg.Out, "msgs", func() (Summary, error) { return runConsume(ctx, cfg) })
 }
 
 func runConsume(ctx context.Context, cfg ConsumeConfig) (Summary, error) {

@@ -64,9 +64,9 @@ func cpuPerMessage(a, b cpuReading, msgs int64, extra map[string]any) {
 	add("bench", a.okSelf && b.okSelf, b.self-a.self)
 }
 
-// withCPU runs a measured phase between two readings of p and adds the CPU per message
+// WithCPU runs a measured phase between two readings of p and adds the CPU per message
 // of s.Totals[counter] to s.Extra.
-func withCPU(p CPUPids, out io.Writer, counter string, run func() (Summary, error)) (Summary, error) {
+func WithCPU(p CPUPids, out io.Writer, counter string, run func() (Summary, error)) (Summary, error) {
 	a := readCPU(p, out)
 	s, err := run()
 	b := readCPU(p, out)

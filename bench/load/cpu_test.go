@@ -43,7 +43,7 @@ func TestCPUPerMessage(t *testing.T) {
 
 func TestWithCPUReadsThisProcess(t *testing.T) {
 	t.Parallel()
-	s, err := withCPU(CPUPids{Broker: os.Getpid()}, nil, "msgs", func() (Summary, error) {
+	s, err := WithCPU(CPUPids{Broker: os.Getpid()}, nil, "msgs", func() (Summary, error) {
 		deadline := time.Now().Add(20 * time.Millisecond) // spend some CPU
 		for time.Now().Before(deadline) {
 		}

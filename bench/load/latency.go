@@ -76,7 +76,7 @@ type latencyRun struct {
 // RunLatency measures push-to-pop latency: a paced producer, parked long-poll consumers;
 // with the CPU per consumed message of the processes cfg.CPU names.
 func RunLatency(ctx context.Context, cfg LatencyConfig) (Summary, error) {
-	return withCPU(cfg.CPU, cfg.Out, "consumed", func() (Summary, error) { return runLatency(ctx, cfg) })
+	return WithCPU(cfg.CPU, cfg.Out, "consumed", func() (Summary, error) { return runLatency(ctx, cfg) })
 }
 
 func runLatency(ctx context.Context, cfg LatencyConfig) (Summary, error) {

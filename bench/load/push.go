@@ -40,7 +40,7 @@ func Payload(seq int64, n int) []byte {
 // RunPush pushes as fast as the connections allow and reports msgs/s, request latency
 // and errors, and the CPU per message of the processes cfg.CPU names.
 func RunPush(ctx context.Context, cfg PushConfig) (Summary, error) {
-	return withCPU(cfg.CPU, cfg.Out, "msgs", func() (Summary, error) { return runPush(ctx, cfg) })
+	return WithCPU(cfg.CPU, cfg.Out, "msgs", func() (Summary, error) { return runPush(ctx, cfg) })
 }
 
 func runPush(ctx context.Context, cfg PushConfig) (Summary, error) {

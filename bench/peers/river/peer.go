@@ -164,11 +164,19 @@ func stop(client *river.Client[pgx5Tx]) error {
 	return fmt.Errorf("stop river client: graceful stop: %w", err)
 }
 
-// measure runs the paced phase and the drain between two CPU readings.
+// measure runs the paced phase and the drain between two CPU readings (the cluster's,
+// with -pg-pid, and this process's: queen-bench's readings, so both sides' figures mean
+// the same).
 func (p *peer) measure(ctx context.Context, client *river.Client[pgx5Tx]) (load.Summary, error) {
+	return load.WithCPU(load.CPUPids{PG: p.cfg.PGPid}, p.cfg.Log, "worked", func() (load.Summary, error) {
+		return p.paced(ctx, client)
+	})
+}
+
+// paced is the paced phase and the drain.
+func (p *peer) paced(ctx context.Context, client *river.Client[pgx5Tx]) (load.Summary, error) {
 	cfg, m := p.cfg, p.m
 	m.Gauge("backlog", func() int64 { return max(m.Get("inserted")-m.Get("worked"), 0) })
-	a := p.readCPU()
 	m.Start()
 	p.from.Store(time.Now().Add(cfg.Warmup).UnixNano())
 	runCtx, cancel := context.WithTimeout(ctx, cfg.Duration)
@@ -185,7 +193,6 @@ func (p *peer) measure(ctx context.Context, client *river.Client[pgx5Tx]) (load.
 		time.Sleep(10 * time.Millisecond)
 	}
 	s := m.Stop()
-	b := p.readCPU()
 	s.Extra = map[string]any{
 		"insert_p50_ms": p.insertLat.Quantile(0.5), "insert_p99_ms": p.insertLat.Quantile(0.99),
 		"insert_p999_ms":  p.insertLat.Quantile(0.999),
@@ -196,7 +203,6 @@ func (p *peer) measure(ctx context.Context, client *river.Client[pgx5Tx]) (load.
 	if v := riverVersion(); v != "" {
 		s.Extra["river"] = v
 	}
-	cpuPerMessage(a, b, s.Totals["worked"], s.Extra)
 	return s, ctx.Err()
 }
 
