@@ -52,7 +52,10 @@
 # run (warm-up and drain included) and divided by the messages consumed: PostgreSQL's
 # (the postmaster and its children, -pg-pid), and the client's, which for queen-go is
 # queen-bench's plus the broker's (-broker-pid) and for River peer-river's own (River is
-# a library: its fetcher, executors and completer run in that process).
+# a library: its fetcher, executors and completer run in that process). After each queen
+# run one line gives the broker's stage breakdown (queen_push_stage_seconds,
+# queen_pop_stage_seconds: means over the run) and the mean WAL flush of the cluster
+# (pg_stat_wal, with track_wal_io_timing turned on for the run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export LC_ALL=C # decimal points in awk and sort
@@ -101,6 +104,9 @@ producers() {
 # The CPU flags of queen-bench latency, when this queen-bench has them.
 cpu_flags=0
 ./bin/queen-bench latency -h 2>&1 | grep -q -- '-broker-pid' && cpu_flags=1
+# Its -pg-url (the run's WAL flushes), likewise.
+wal_flag=0
+./bin/queen-bench latency -h 2>&1 | grep -q -- '-pg-url' && wal_flag=1
 
 dir=$(mktemp -d /tmp/queen-latency.XXXXXX)
 chmod 755 "$dir" # the embedded PostgreSQL runs as the postgres user when we are root
@@ -126,6 +132,10 @@ echo "bench-latency: broker $pid on $url, PostgreSQL $("${psql[@]}" -d postgres 
 [ "$cpu_flags" = 1 ] || echo "bench-latency: this queen-bench latency has no -pg-pid/-broker-pid: the queen side's CPU columns stay empty"
 "${psql[@]}" -d postgres -c 'CREATE DATABASE river_bench'
 river_dsn="postgres://postgres@127.0.0.1:$pgport/river_bench"
+# The WAL flushes' durations (pg_stat_wal.wal_sync_time), for the queen side's stage
+# line: the share of a commit that is the disk's.
+"${psql[@]}" -d postgres -c 'ALTER SYSTEM SET track_wal_io_timing = on' -c 'SELECT pg_reload_conf()' >/dev/null
+pg_url="postgres://postgres@127.0.0.1:$pgport/postgres"
 
 # run_side SIDE RATE SECONDS QUEUE OUT: one run of a side; its output in OUT.out, its JSON
 # line in OUT.json.
@@ -137,6 +147,7 @@ run_side() {
     cmd=(./bin/queen-bench latency -url "$url" -queue "$queue" -rate "$rate" -partitions "$partitions"
       -consumers "$consumers" -producers "$n" -duration "${s}s" -warmup "$warmup" -progress off)
     [ "$cpu_flags" = 0 ] || cmd+=(-pg-pid "$pm" -broker-pid "$pid")
+    [ "$wal_flag" = 0 ] || cmd+=(-pg-url "$pg_url")
   else
     cmd=(./bin/peer-river -dsn "$river_dsn" -rate "$rate" -producers "$n" -workers "$consumers"
       -duration "${s}s" -warmup "$warmup" -pg-pid "$pm" "${river_args[@]}")
@@ -165,6 +176,23 @@ measure() {
           $1 + $2, $3 + $4, $5 + $6, $7, $8, $9, $10, $11, $12, f($13, "%.2f"), f($14, "%.1f"), f($15, "%.1f"), f($16, "%.1f"), n }' >>"$results"
   tail -n 1 "$results" | awk -F'\t' '{ printf "    %-6s %s msgs/s, p50 %s ms, p99 %s ms, p999 %s ms, max %s ms, send lag p99 %s ms, PG %s µs/msg, client %s%s µs/msg\n",
     $3 ":", $4, $8, $10, $11, $12, $13, $14, $16, ($15 == "" ? "" : " + broker " $15) }'
+  [ "$side" = queen ] && stage_line "$out.json"
+  return 0
+}
+
+# stage_line JSON: the broker's stage breakdown of a queen run (means, ms) and the mean
+# WAL flush, on one line; nothing without python3 or without the figures.
+stage_line() {
+  command -v python3 >/dev/null || return 0
+  python3 - "$1" <<'PY' || true
+import json, sys
+x = json.load(open(sys.argv[1])).get("extra") or {}
+push, pop = x.get("push_stages") or [], x.get("pop_stages") or []
+if push:
+    f = lambda l: ", ".join("%s %.2f" % (s["stage"], s["mean_ms"]) for s in l)
+    wal = x.get("wal_sync_mean_ms")
+    print("           stages, mean ms: push %s%s | pop %s" % (f(push), "" if wal is None else " (WAL flush %.2f)" % wal, f(pop)))
+PY
 }
 
 first=${rates%% *}

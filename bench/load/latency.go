@@ -25,6 +25,10 @@ type LatencyConfig struct {
 	// pacer's backlog of those first pushes is not the steady state).
 	Warmup time.Duration
 	CPU    CPUPids // CPU per consumed message (the whole run's, warm-up included)
+	// PGURL, when set, is the broker's database: the run's WAL flushes from pg_stat_wal
+	// (their mean duration when track_wal_io_timing is on), the commit stage's share
+	// that is the disk's.
+	PGURL string
 }
 
 // Pace sends on the returned channel the scheduled instant of each event of a steady
@@ -90,6 +94,17 @@ func runLatency(ctx context.Context, cfg LatencyConfig) (Summary, error) {
 	}
 	defer scraper.Close()
 	before, _ := scraper.ScrapeAll()
+	var pg *PGStat
+	var walBefore WAL
+	if cfg.PGURL != "" {
+		if pg, err = OpenPGStat(ctx, cfg.PGURL); err != nil {
+			return Summary{}, err
+		}
+		defer pg.Close()
+		if walBefore, err = pg.WAL(ctx); err != nil {
+			return Summary{}, err
+		}
+	}
 	runCtx, cancel := context.WithTimeout(ctx, cfg.Duration)
 	defer cancel()
 	r.from = time.Now().Add(cfg.Warmup)
@@ -115,6 +130,13 @@ func runLatency(ctx context.Context, cfg LatencyConfig) (Summary, error) {
 		"send_lag_p50_ms": r.sendLag.Quantile(0.5), "send_lag_p99_ms": r.sendLag.Quantile(0.99)}
 	if cerr := <-done; err == nil {
 		err = cerr
+	}
+	if pg != nil {
+		if walAfter, werr := pg.WAL(ctx); werr == nil {
+			walFigures(walBefore, walAfter, s.Extra)
+		} else if err == nil {
+			err = werr
+		}
 	}
 	if after, ok := scraper.ScrapeAll(); ok && before != nil {
 		// The whole run's stages, warm-up included: the broker's histograms have no

@@ -53,3 +53,35 @@ func (p *PGStat) Close() {
 	defer cancel()
 	_ = p.conn.Close(ctx)
 }
+
+// WAL is one reading of pg_stat_wal: how often the cluster flushed WAL to disk and, when
+// track_wal_io_timing is on, how long those flushes took (what a commit waits for).
+type WAL struct {
+	Syncs  int64
+	SyncMs float64
+	Timed  bool // track_wal_io_timing was on: SyncMs counts
+}
+
+// WAL reads pg_stat_wal (PostgreSQL 14 and later). Backends publish their WAL counts at
+// most once a second, so compare readings many seconds apart.
+func (p *PGStat) WAL(ctx context.Context) (WAL, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	var w WAL
+	err := p.conn.QueryRow(ctx, `SELECT wal_sync, wal_sync_time, current_setting('track_wal_io_timing')::bool FROM pg_stat_wal`,
+		pgx.QueryExecModeSimpleProtocol).Scan(&w.Syncs, &w.SyncMs, &w.Timed)
+	if err != nil {
+		return WAL{}, fmt.Errorf("load: pg_stat_wal: %w", err)
+	}
+	return w, nil
+}
+
+// walFigures adds to extra the WAL flushes between two readings: their count and, when
+// both readings were timed, their mean duration (wal_syncs, wal_sync_mean_ms).
+func walFigures(a, b WAL, extra map[string]any) {
+	n := b.Syncs - a.Syncs
+	extra["wal_syncs"] = n
+	if a.Timed && b.Timed && n > 0 {
+		extra["wal_sync_mean_ms"] = (b.SyncMs - a.SyncMs) / float64(n)
+	}
+}

@@ -50,3 +50,30 @@ func TestBucketQuantileInTheInfBucketIsTheHighestBound(t *testing.T) {
 		t.Fatalf("p99 %v, want 0.01", got)
 	}
 }
+
+func TestWALFigures(t *testing.T) {
+	tests := []struct {
+		name    string
+		a, b    WAL
+		syncs   int64
+		mean    float64
+		hasMean bool
+	}{
+		{"timed", WAL{Syncs: 10, SyncMs: 5, Timed: true}, WAL{Syncs: 110, SyncMs: 55, Timed: true}, 100, 0.5, true},
+		{"untimed: the count only", WAL{Syncs: 10}, WAL{Syncs: 30}, 20, 0, false},
+		{"no flush: no mean", WAL{Syncs: 7, Timed: true}, WAL{Syncs: 7, Timed: true}, 0, 0, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			extra := map[string]any{}
+			walFigures(tt.a, tt.b, extra)
+			if extra["wal_syncs"] != tt.syncs {
+				t.Fatalf("wal_syncs %v, want %d", extra["wal_syncs"], tt.syncs)
+			}
+			m, ok := extra["wal_sync_mean_ms"]
+			if ok != tt.hasMean || ok && m != tt.mean {
+				t.Fatalf("wal_sync_mean_ms %v (present %v), want %v (present %v)", m, ok, tt.mean, tt.hasMean)
+			}
+		})
+	}
+}

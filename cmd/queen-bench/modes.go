@@ -156,6 +156,7 @@ func latencyMode(ctx context.Context, m *modeFlags) func() (int, error) {
 	m.fs.IntVar(&c.PopParts, "pop-partitions", 10, "partitions per pop")
 	m.fs.IntVar(&c.TimeoutMS, "timeout", 5000, "long-poll timeout, ms (parked pops wake on commits; this only bounds an idle wait, and the run's end)")
 	m.fs.DurationVar(&c.Warmup, "warmup", 2*time.Second, "messages scheduled in the first warmup are not measured (the queue, partitions and cursors are created then)")
+	m.fs.StringVar(&c.PGURL, "pg-url", "", "the broker's database URL: the run's WAL flushes from pg_stat_wal (wal_syncs; wal_sync_mean_ms when track_wal_io_timing is on)")
 	cpuFlags(m, &c.CPU)
 	return func() (int, error) {
 		c.Common = m.common
