@@ -30,6 +30,10 @@
 #     every 2 minutes)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+name=bench-hotlist
+# stop_broker (and the other pinned benchmarks' helpers; this script starts its brokers
+# its own way, start_broker below).
+. scripts/lib-pinned.sh
 
 quick=${HOTLIST_QUICK:-0}
 q() { if [ "$quick" = 1 ]; then echo "$2"; else echo "$1"; fi; }
@@ -67,19 +71,6 @@ url="http://127.0.0.1:$port"
 pid="" # the broker now running, started by this script
 failed=0
 
-stop_broker() {
-  [ -n "$pid" ] || return 0
-  kill -TERM "$pid" 2>/dev/null || true
-  # A graceful stop answers parked polls, commits, then stops its PostgreSQL: allow a
-  # minute before forcing (pglocal's parent-death signal then stops the PostgreSQL).
-  for _ in $(seq 1 600); do
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.1
-  done
-  kill -KILL "$pid" 2>/dev/null || true
-  wait "$pid" 2>/dev/null || true
-  pid=""
-}
 
 cleanup() {
   stop_broker

@@ -1,4 +1,5 @@
-# Functions shared by the pinned benchmarks (scripts/bench-pinned.sh, scripts/bench-latency.sh):
+# Functions shared by the pinned benchmarks (scripts/bench-pinned.sh, scripts/bench-latency.sh;
+# bench-hotlist.sh uses stop_broker):
 # sourced, never run. They start one broker on a fresh embedded PostgreSQL, pin the cluster
 # and the broker to cores, and read queen-bench's JSON line.
 #
