@@ -37,7 +37,8 @@
 //
 // A mark says "this partition just received data". It comes from a local push (quiet:
 // it wakes the queue's parked pops at once only when no wake of the queue is outstanding,
-// that is when a pop has checked out of the queue since the last such wake; otherwise the
+// that is when a pop of the queue has come to claim (CheckOut, wildcard or pinned) since
+// the last such wake; otherwise the
 // wake tick wakes for it, at most once per WakeTick, 5 ms, and partition, however many
 // pushes landed), a transaction commit or a dead-letter move (wakes at once), a
 // peer's hint (wakes at once, never sent on), or a reseed row (no wake unless it makes a

@@ -490,8 +490,17 @@ func TestQuietMarkWakesAtOnceWhenNoWakeIsOutstanding(t *testing.T) {
 		if got := f.w.count() - base; got != 4 {
 			t.Fatalf("%d wakes after a check-out and a push, want 4 (at once)", got)
 		}
-		if st := f.l.Stats(); st.WakesNow != 2 || st.WakesTick != 2 {
-			t.Fatalf("wakes now %d, by the tick %d; want 2 and 2", st.WakesNow, st.WakesTick)
+		// A pop pinned to a partition looks too: after it, the next push wakes at once.
+		f.push("q", 5, 1) // outstanding: to the tick
+		if tk := f.l.CheckOut(ports.PopRequest{Tenant: tenant, Queue: "q", Group: "g", Partition: "p5", Batch: 1}); tk != nil {
+			t.Fatalf("a pinned pop was served from the ring: %v", tk.Candidates())
+		}
+		f.push("q", 6, 1)
+		if got := f.w.count() - base; got != 5 {
+			t.Fatalf("%d wakes after a pinned pop and a push, want 5 (at once)", got)
+		}
+		if st := f.l.Stats(); st.WakesNow != 3 || st.WakesTick != 2 {
+			t.Fatalf("wakes now %d, by the tick %d; want 3 and 2", st.WakesNow, st.WakesTick)
 		}
 	})
 }

@@ -184,8 +184,8 @@ type queue struct {
 	// goroutine only).
 	untouched int
 
-	// woken: a quiet mark woke the queue's parked pops at once and no pop has checked
-	// out of it since; later quiet marks wait for the tick (see mark).
+	// woken: a quiet mark woke the queue's parked pops at once and no pop of the queue
+	// has come to claim since (CheckOut); later quiet marks wait for the tick (see mark).
 	woken   atomic.Bool
 	wakeMu  sync.Mutex
 	wakes   map[string]struct{} // partitions marked quietly since the last wake tick

@@ -33,7 +33,7 @@ func (t *Ticket) Candidates() []string { return t.ids }
 // partitions that had work before it existed). Otherwise the ticket holds up to clamp(partitions x 8, 16, 256) candidates:
 // due wheel entries first, then ready ones round robin over the sub-rings.
 func (l *List) CheckOut(req ports.PopRequest) *Ticket {
-	if l == nil || !l.opts.Enabled || req.Partition != "" || req.Queue == "" {
+	if l == nil || !l.opts.Enabled || req.Queue == "" {
 		return nil
 	}
 	key := notify.QueueKey(req.Tenant, req.Queue)
@@ -41,14 +41,18 @@ func (l *List) CheckOut(req ports.PopRequest) *Ticket {
 	if q == nil {
 		return nil
 	}
+	// Every pop of the queue that gets this far claims after every mark so far (pinned
+	// and scanning pops included): the next quiet mark may wake at once again (mark).
+	q.woken.Store(false)
+	if req.Partition != "" {
+		q.release()
+		return nil
+	}
 	r, _ := l.ringOf(q, req.Group, false)
 	if r == nil || !r.seeded.Load() {
 		q.release()
 		return nil
 	}
-	// From here on this pop has seen every mark so far: the next quiet mark may wake at
-	// once again (mark).
-	q.woken.Store(false)
 	k := min(max(req.Partitions*8, 16), 256)
 	t := &Ticket{l: l, q: q, r: r, autoAck: req.AutoAck}
 	now := time.Now().UnixNano()
