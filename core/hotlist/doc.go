@@ -36,13 +36,12 @@
 // # Marks
 //
 // A mark says "this partition just received data". It comes from a local push (quiet:
-// it wakes the queue's parked pops at once only when no wake of the queue is outstanding,
-// that is when a pop of the queue has come to claim (CheckOut, wildcard or pinned) since
-// the last such wake; otherwise the
-// wake tick wakes for it, at most once per WakeTick, 5 ms, and partition, however many
-// pushes landed), a transaction commit or a dead-letter move (wakes at once), a
-// peer's hint (wakes at once, never sent on), or a reseed row (no wake unless it makes a
-// slot ready). It applies to every ring of the queue; a queue with no ring still wakes
+// it wakes the queue's parked pops at once only when no wake of the queue is
+// outstanding, that is when a pop of the queue has come to claim (CheckOut, wildcard or
+// pinned) since the last such wake; otherwise the wake tick wakes for it, at most once
+// per WakeTick, 5 ms, and partition, however many pushes landed), a transaction commit
+// or a dead-letter move (wakes at once), a peer's hint (wakes at once, never sent on),
+// or a reseed row (no wake unless it makes a slot ready). It applies to every ring of the queue; a queue with no ring still wakes
 // (a pop pinned to a partition parks without one). Every mark bumps the slot's epoch and
 // adds its messages to marks, then:
 //
