@@ -14,7 +14,9 @@
 //
 //   - Minutes: a flush's deltas belong to the minute holding its tick time minus 1 ns, so
 //     a 60 s flush at 12:01:00 writes 12:00 exactly, and shorter intervals write each
-//     minute in several additive parts. Minutes are UTC.
+//     minute in several additive parts. Minutes are UTC. The swap runs when the tick's
+//     timer fires, a little after the boundary (milliseconds under load): what is counted
+//     in between goes to the minute that just ended.
 //   - Once: a flush carries this process's Instance (a UUIDv7) and an increasing Seq; the
 //     writer applies a given (Instance, Seq) at most once, so a flush retried after an
 //     unknown outcome is never counted twice. Pending flushes are never merged.
