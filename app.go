@@ -19,6 +19,7 @@ import (
 	"github.com/queen-go/queen/core/maintenance"
 	"github.com/queen-go/queen/core/peers"
 	"github.com/queen-go/queen/core/readiness"
+	"github.com/queen-go/queen/core/replication"
 	"github.com/queen-go/queen/core/retention"
 	"github.com/queen-go/queen/core/spool"
 )
@@ -41,6 +42,7 @@ type App struct {
 	history *history.Recorder
 	keys    *jwks.Client // the JWKS of token verification; nil without JWT_JWKS_URL
 	ready   *readiness.Check
+	repl    *replication.Check
 	http    *http.Server
 
 	ln     net.Listener
@@ -50,9 +52,9 @@ type App struct {
 // NewApp assembles the broker from its components.
 func NewApp(cfg config.Config, log *slog.Logger, flags *maintenance.Flags, b *fusion.Batcher, sp *spool.Spool,
 	d *drain.Drainer, hot *hotlist.List, mesh *peers.Mesh, ret *retention.Job, rec *history.Recorder, keys *jwks.Client,
-	ready *readiness.Check, srv *http.Server, c *consume.Service) *App {
+	ready *readiness.Check, repl *replication.Check, srv *http.Server, c *consume.Service) *App {
 	return &App{cfg: cfg, log: log, flags: flags, consume: c, batcher: b, spool: sp, drainer: d, hot: hot, mesh: mesh,
-		ret: ret, history: rec, keys: keys, ready: ready, http: srv, failed: make(chan error, 1)}
+		ret: ret, history: rec, keys: keys, ready: ready, repl: repl, http: srv, failed: make(chan error, 1)}
 }
 
 // Logger is the broker's logger.
@@ -99,6 +101,8 @@ func (a *App) Start(ctx context.Context) error {
 		a.log.Warn("authentication is off (JWT_ENABLED=false): every request is allowed")
 	}
 	a.log.Info("queen-go listening", "addr", ln.Addr().String(), "version", Version, "config", a.cfg)
+	// Whether an acknowledged push survives a failover, said once (docs/reliability.md).
+	a.repl.Report(ctx, 5*time.Second, a.log)
 	return nil
 }
 

@@ -31,6 +31,7 @@ import (
 	"github.com/queen-go/queen/core/push"
 	"github.com/queen-go/queen/core/queues"
 	"github.com/queen-go/queen/core/readiness"
+	"github.com/queen-go/queen/core/replication"
 	"github.com/queen-go/queen/core/retention"
 	"github.com/queen-go/queen/core/segment"
 	"github.com/queen-go/queen/core/stages"
@@ -81,6 +82,7 @@ var ProviderSet = wire.NewSet(
 	ProvideKeySet,
 	ProvideVerifier,
 	ProvideReadiness,
+	ProvideReplication,
 	ProvideHandler,
 	ProvideHTTPServer,
 	NewApp,
@@ -283,6 +285,10 @@ func ProvideConsumeService(store *postgres.Store, codec *segment.Codec, sealer *
 	})
 }
 
+// ProvideReplication judges the database's replication set-up (start-up line,
+// queen_pg_sync_replication).
+func ProvideReplication(store *postgres.Store) *replication.Check { return replication.New(store) }
+
 // ProvideReadiness builds GET /ready's check over the database and the spool's writes.
 func ProvideReadiness(store *postgres.Store, d *drain.Drainer) *readiness.Check {
 	return readiness.New(store, d.SpoolWriteFailedAt, readiness.Options{})
@@ -294,12 +300,13 @@ func ProvideHandler(p *push.Service, c *consume.Service, m *maintenance.Flags, q
 	store *postgres.Store, b *fusion.Batcher, limiter *vegas.Limiter, hot *hotlist.List, mesh *peers.Mesh,
 	waker *consume.Waker, resources *adminapi.Resources, groups *adminapi.Groups, messages *adminapi.Messages,
 	traces *adminapi.Traces, an *adminapi.Analytics, ui UI, st *streams.Service, ret *retention.Job, rec *history.Recorder,
-	verifier *auth.Verifier, ready *readiness.Check, timers *stages.Timers, cfg config.Config, log *slog.Logger) http.Handler {
+	verifier *auth.Verifier, ready *readiness.Check, timers *stages.Timers, repl *replication.Check, cfg config.Config,
+	log *slog.Logger) http.Handler {
 	requests := metrics.NewRequests()
 	prom := metrics.Handler(metrics.Sources{
 		Fusion: b.Stats, Push: p.Stats, PushLimit: limiter.Limit, Consume: c.Stats,
 		Pool:      store.PoolStat,
-		DBCommits: store.Commits, OldestXact: store.OldestXactAge, Maintenance: m.Push, PopMaintenance: m.Pop, Spool: d.Status,
+		DBCommits: store.Commits, OldestXact: store.OldestXactAge, SyncReplication: repl.Sync, Maintenance: m.Push, PopMaintenance: m.Pop, Spool: d.Status,
 		Hotlist: hot.Stats, Peers: mesh.Stats, Parked: waker.Parked, Retention: ret.Stats, History: rec.Stats, Requests: requests,
 		Stages: timers,
 	})

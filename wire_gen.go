@@ -68,6 +68,7 @@ func InitializeApp(ctx context.Context, cfg config.Config) (*App, func(), error)
 		return nil, nil, err
 	}
 	check := ProvideReadiness(store, drainer)
+	replicationCheck := ProvideReplication(store)
 	gate := ProvideGate(drainer, flags)
 	service := ProvideConsumeService(store, codec, sealer, waker, list, commits, flags, activity, timers, cfg, logger)
 	pushService := ProvidePushService(batcher, policy, store, codec, commits, spool, gate, service, activity, logger)
@@ -89,9 +90,9 @@ func InitializeApp(ctx context.Context, cfg config.Config) (*App, func(), error)
 		cleanup()
 		return nil, nil, err
 	}
-	handler := ProvideHandler(pushService, service, flags, queuesService, drainer, store, batcher, limiter, list, mesh, waker, resources, groups, messages, traces, analytics, ui, streamsService, job, recorder, verifier, check, timers, cfg, logger)
+	handler := ProvideHandler(pushService, service, flags, queuesService, drainer, store, batcher, limiter, list, mesh, waker, resources, groups, messages, traces, analytics, ui, streamsService, job, recorder, verifier, check, timers, replicationCheck, cfg, logger)
 	server := ProvideHTTPServer(cfg, handler)
-	app := NewApp(cfg, logger, flags, batcher, spool, drainer, list, mesh, job, recorder, client, check, server, service)
+	app := NewApp(cfg, logger, flags, batcher, spool, drainer, list, mesh, job, recorder, client, check, replicationCheck, server, service)
 	return app, func() {
 		cleanup4()
 		cleanup3()

@@ -36,6 +36,9 @@ type Sources struct {
 	// OldestXact, when set, reads the age of the database's oldest transaction that
 	// holds back vacuum (docs/reliability.md F8).
 	OldestXact func(context.Context) (time.Duration, error)
+	// SyncReplication, when set, reads whether a synchronous standby is attached
+	// (core/replication).
+	SyncReplication func(context.Context) (bool, error)
 	// Maintenance and PopMaintenance report push and pop maintenance; Spool the spool's
 	// pending and failed records and whether the drain reaches the database.
 	Maintenance    func() bool
@@ -95,6 +98,12 @@ func newRegistry(src Sources) *prometheus.Registry {
 		reg.MustRegister(dbReading{oldestXactDesc, prometheus.GaugeValue, func(ctx context.Context) (float64, error) {
 			d, err := src.OldestXact(ctx)
 			return d.Seconds(), err
+		}})
+	}
+	if src.SyncReplication != nil {
+		reg.MustRegister(dbReading{syncReplicationDesc, prometheus.GaugeValue, func(ctx context.Context) (float64, error) {
+			ok, err := src.SyncReplication(ctx)
+			return b2f(ok), err
 		}})
 	}
 	if src.Parked != nil {

@@ -54,6 +54,8 @@ var (
 		"Transactions committed in the broker's PostgreSQL database by every client (pg_stat_database.xact_commit); absent when unreadable.", nil, nil)
 	oldestXactDesc = prometheus.NewDesc("queen_pg_oldest_xact_age_seconds",
 		"Age of the oldest transaction holding back vacuum in the broker's PostgreSQL database (any client; 0: none); absent when unreadable. Dead tuples of the hot tables grow behind it: alert when it stays above a few minutes.", nil, nil)
+	syncReplicationDesc = prometheus.NewDesc("queen_pg_sync_replication",
+		"1 while the broker's PostgreSQL has a synchronous standby attached and synchronous_commit waits for it (an acknowledged push survives a failover to that standby), else 0; absent when unreadable.", nil, nil)
 )
 
 func (c dbReading) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }

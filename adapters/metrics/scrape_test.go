@@ -189,11 +189,12 @@ func fullSources() Sources {
 		Consume: func() consume.Stats {
 			return consume.Stats{PopRequests: 11, PopMessages: 80, AckRequests: 9, AckMessages: 75}
 		},
-		Pool:           func() PoolStat { return poolStat{} },
-		DBCommits:      func(context.Context) (int64, error) { return 1234, nil },
-		OldestXact:     func(context.Context) (time.Duration, error) { return 90 * time.Second, nil },
-		Maintenance:    func() bool { return false },
-		PopMaintenance: func() bool { return true },
+		Pool:            func() PoolStat { return poolStat{} },
+		DBCommits:       func(context.Context) (int64, error) { return 1234, nil },
+		OldestXact:      func(context.Context) (time.Duration, error) { return 90 * time.Second, nil },
+		SyncReplication: func(context.Context) (bool, error) { return true, nil },
+		Maintenance:     func() bool { return false },
+		PopMaintenance:  func() bool { return true },
 		Spool: func() drain.Status {
 			return drain.Status{Pending: 3, Failed: 2, FailedFiles: 1, FailedBytes: 4096, DBHealthy: true,
 				SpoolWriteFailedAt: time.Unix(1700000000, 0)}

@@ -265,6 +265,23 @@ func (s *Store) OldestXactAge(ctx context.Context) (time.Duration, error) {
 	return time.Duration(secs * float64(time.Second)), err
 }
 
+// ReplicationSetup reads the server's replication set-up: synchronous_commit,
+// synchronous_standby_names, whether it is itself in recovery, and its WAL senders to
+// standbys by sync_state (pg_stat_replication; a role without pg_read_all_stats sees
+// the rows of other roles' senders with their state hidden: counted in Hidden).
+func (s *Store) ReplicationSetup(ctx context.Context) (ports.ReplicationSetup, error) {
+	var r ports.ReplicationSetup
+	err := s.run(ctx, "replication set-up", func(ctx context.Context, c *pgxpool.Conn) error {
+		return c.QueryRow(ctx, `SELECT current_setting('synchronous_commit'), current_setting('synchronous_standby_names'),
+			pg_is_in_recovery(),
+			(SELECT count(*) FROM pg_stat_replication)::int,
+			(SELECT count(*) FROM pg_stat_replication WHERE sync_state IN ('sync', 'quorum'))::int,
+			(SELECT count(*) FROM pg_stat_replication WHERE sync_state IS NULL)::int`).
+			Scan(&r.SynchronousCommit, &r.SynchronousStandbyNames, &r.InRecovery, &r.Standbys, &r.SyncStandbys, &r.Hidden)
+	})
+	return r, err
+}
+
 // Commits returns PostgreSQL's count of committed transactions in this database
 // (pg_stat_database.xact_commit, every client's, flushed by each backend about once a
 // second): operators and the load tool derive commits/s from it.

@@ -412,3 +412,35 @@ func TestOldestXactAge(t *testing.T) {
 	}
 	poll("after it committed", func(d time.Duration) bool { return d < time.Second })
 }
+
+// TestReplicationSetup reads the test cluster's set-up: no standby, no synchronous
+// standby names, not in recovery, and synchronous_commit as the database sets it.
+func TestReplicationSetup(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name     string
+		settings []string
+		want     ports.ReplicationSetup
+	}{
+		{"defaults", nil, ports.ReplicationSetup{SynchronousCommit: "on"}},
+		{"synchronous_commit off for the database", []string{"synchronous_commit", "off"},
+			ports.ReplicationSetup{SynchronousCommit: "off"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			s, err := Open(context.Background(), pgtest.NewDatabaseWith(t, tt.settings...), Options{PoolSize: 2})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(s.Close)
+			got, err := s.ReplicationSetup(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tt.want {
+				t.Fatalf("set-up %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
