@@ -66,6 +66,8 @@ func (a *App) Logger() *slog.Logger { return a.log }
 // HTTP. On a listen error everything started is stopped again.
 func (a *App) Start(ctx context.Context) error {
 	a.flags.Start(ctx)
+	a.repl.Start(ctx) // before the first push: a required synchronous standby holds them or not
+
 	a.batcher.Start()
 	a.spool.Start()
 	a.drainer.Start()
@@ -142,6 +144,7 @@ func (a *App) stopComponents(ctx context.Context) error {
 	a.mesh.Stop()
 	a.hot.Stop()
 	a.drainer.Stop()
+	a.repl.Stop()
 	// Whatever the shutdown deadline, what fusion holds was accepted: its commits get
 	// the time a statement may take.
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.cfg.StatementTimeout+5*time.Second)

@@ -286,12 +286,15 @@ func ProvideConsumeService(store *postgres.Store, codec *segment.Codec, sealer *
 }
 
 // ProvideReplication judges the database's replication set-up (start-up line,
-// queen_pg_sync_replication).
-func ProvideReplication(store *postgres.Store) *replication.Check { return replication.New(store) }
+// queen_pg_sync_replication) and, with QUEEN_REQUIRE_SYNC_REPLICATION, holds pushes out of
+// the database while no synchronous standby is attached.
+func ProvideReplication(store *postgres.Store, cfg config.Config, log *slog.Logger) *replication.Check {
+	return replication.New(store, replication.Options{Require: cfg.RequireSyncReplication, Logger: log})
+}
 
 // ProvideReadiness builds GET /ready's check over the database and the spool's writes.
-func ProvideReadiness(store *postgres.Store, d *drain.Drainer) *readiness.Check {
-	return readiness.New(store, d.SpoolWriteFailedAt, readiness.Options{})
+func ProvideReadiness(store *postgres.Store, d *drain.Drainer, repl *replication.Check) *readiness.Check {
+	return readiness.New(store, d.SpoolWriteFailedAt, readiness.Options{Held: repl.HeldReason})
 }
 
 // ProvideHandler builds the HTTP routes and the Prometheus exporter; every answered

@@ -12,6 +12,7 @@ import (
 	"github.com/queen-go/queen/core/encryption"
 	"github.com/queen-go/queen/core/fusion"
 	"github.com/queen-go/queen/core/maintenance"
+	"github.com/queen-go/queen/core/replication"
 	"github.com/queen-go/queen/core/spool"
 	"github.com/queen-go/queen/ports"
 )
@@ -55,15 +56,19 @@ func ProvideSpool(cfg config.Config, log *slog.Logger) (*spool.Spool, func(), er
 }
 
 // ProvideDrainer builds the background replay of the spool; replay pauses during push
-// maintenance, and seals what encrypted queues require.
+// maintenance and while pushes are held for a missing synchronous standby, and seals
+// what encrypted queues require.
 func ProvideDrainer(sp *spool.Spool, b *fusion.Batcher, enc *encryption.Policy, store *postgres.Store, m *maintenance.Flags,
-	cfg config.Config, log *slog.Logger) *drain.Drainer {
+	repl *replication.Check, cfg config.Config, log *slog.Logger) *drain.Drainer {
 	return drain.New(sp, b, drain.Options{MaxBatch: cfg.SpoolBatch, BundleMax: cfg.BundleMax, Interval: cfg.SpoolFlush,
-		Paused: m.Push, Ping: store, Encryption: enc, Logger: log.With("target", "drain")})
+		Paused: m.Push, Held: repl.Held, Ping: store, Encryption: enc, Logger: log.With("target", "drain")})
 }
 
-// ProvideGate is the push path's spool gate: push maintenance, or the database away.
-func ProvideGate(d *drain.Drainer, m *maintenance.Flags) *drain.Gate { return drain.NewGate(d, m.Push) }
+// ProvideGate is the push path's spool gate: push maintenance, pushes held for a
+// missing synchronous standby, or the database away.
+func ProvideGate(d *drain.Drainer, m *maintenance.Flags, repl *replication.Check) *drain.Gate {
+	return drain.NewGate(d, m.Push, repl.Held)
+}
 
 // ProvideConfiguredDatabase returns the configured database URL; the drain job has
 // nothing to drain into without one.

@@ -53,7 +53,8 @@ func InitializeApp(ctx context.Context, cfg config.Config) (*App, func(), error)
 		return nil, nil, err
 	}
 	policy := ProvideEncryption(sealer, store, queueChanges, cfg, logger)
-	drainer := ProvideDrainer(spool, batcher, policy, store, flags, cfg, logger)
+	check := ProvideReplication(store, cfg, logger)
+	drainer := ProvideDrainer(spool, batcher, policy, store, flags, check, cfg, logger)
 	waker := ProvideWaker()
 	list := ProvideHotlist(store, waker, commits, queueChanges, timers, cfg, logger)
 	mesh := ProvidePeers(store, list, commits, queueChanges, cfg, logger)
@@ -67,9 +68,8 @@ func InitializeApp(ctx context.Context, cfg config.Config) (*App, func(), error)
 		cleanup()
 		return nil, nil, err
 	}
-	check := ProvideReadiness(store, drainer)
-	replicationCheck := ProvideReplication(store)
-	gate := ProvideGate(drainer, flags)
+	readinessCheck := ProvideReadiness(store, drainer, check)
+	gate := ProvideGate(drainer, flags, check)
 	service := ProvideConsumeService(store, codec, sealer, waker, list, commits, flags, activity, timers, cfg, logger)
 	pushService := ProvidePushService(batcher, policy, store, codec, commits, spool, gate, service, activity, logger)
 	admin, cleanup4 := ProvideAdmin(store, cfg, logger)
@@ -90,9 +90,9 @@ func InitializeApp(ctx context.Context, cfg config.Config) (*App, func(), error)
 		cleanup()
 		return nil, nil, err
 	}
-	handler := ProvideHandler(pushService, service, flags, queuesService, drainer, store, batcher, limiter, list, mesh, waker, resources, groups, messages, traces, analytics, ui, streamsService, job, recorder, verifier, check, timers, replicationCheck, cfg, logger)
+	handler := ProvideHandler(pushService, service, flags, queuesService, drainer, store, batcher, limiter, list, mesh, waker, resources, groups, messages, traces, analytics, ui, streamsService, job, recorder, verifier, readinessCheck, timers, check, cfg, logger)
 	server := ProvideHTTPServer(cfg, handler)
-	app := NewApp(cfg, logger, flags, batcher, spool, drainer, list, mesh, job, recorder, client, check, replicationCheck, server, service)
+	app := NewApp(cfg, logger, flags, batcher, spool, drainer, list, mesh, job, recorder, client, readinessCheck, check, server, service)
 	return app, func() {
 		cleanup4()
 		cleanup3()

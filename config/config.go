@@ -37,17 +37,18 @@ type Config struct {
 
 	// Database.
 
-	PGURL            string        `env:"QUEEN_PG_URL" envDefault:"" check:"pgurl" section:"Database" help:"PostgreSQL connection URL. When neither it nor any of PG_HOST, PG_PORT, PG_USER, PG_PASSWORD, PG_DATABASE, PG_DB is set, an embedded PostgreSQL is started in QUEEN_DATA_DIR."`
-	PGHost           string        `env:"PG_HOST" envDefault:"localhost" conn:"part" section:"Database" help:"PostgreSQL host, used when QUEEN_PG_URL is empty."`
-	PGPort           int           `env:"PG_PORT" envDefault:"5432" min:"1" max:"65535" conn:"part" section:"Database" help:"PostgreSQL port, used when QUEEN_PG_URL is empty."`
-	PGUser           string        `env:"PG_USER" envDefault:"postgres" conn:"part" section:"Database" help:"PostgreSQL user, used when QUEEN_PG_URL is empty."`
-	PGPassword       string        `env:"PG_PASSWORD" envDefault:"postgres" conn:"part" secret:"true" section:"Database" help:"PostgreSQL password, used when QUEEN_PG_URL is empty."`
-	PGDatabase       string        `env:"PG_DATABASE" alias:"PG_DB" envDefault:"postgres" conn:"part" section:"Database" help:"PostgreSQL database name, used when QUEEN_PG_URL is empty; PG_DB is read when PG_DATABASE is unset."`
-	PGUseSSL         bool          `env:"PG_USE_SSL" envDefault:"false" section:"Database" help:"Connect with sslmode=require instead of sslmode=disable (PG_* parts only)."`
-	DataDir          string        `env:"QUEEN_DATA_DIR" envDefault:"./.queen" section:"Database" help:"Data directory of the embedded PostgreSQL (and later of the spool)."`
-	PoolSize         int           `env:"DB_POOL_SIZE" envDefault:"160" min:"2" section:"Database" help:"Maximum number of pooled PostgreSQL connections."`
-	StatementTimeout time.Duration `env:"DB_STATEMENT_TIMEOUT" alias:"QUEEN_STMT_TIMEOUT_MS" envDefault:"30000" min:"1" section:"Database" help:"PostgreSQL statement_timeout of the server's queries; QUEEN_STMT_TIMEOUT_MS is read when DB_STATEMENT_TIMEOUT is unset."`
-	ApplySchema      bool          `env:"QUEEN_APPLY_SCHEMA" envDefault:"true" section:"Database" help:"Create or upgrade the database schema at start-up."`
+	PGURL                  string        `env:"QUEEN_PG_URL" envDefault:"" check:"pgurl" section:"Database" help:"PostgreSQL connection URL. When neither it nor any of PG_HOST, PG_PORT, PG_USER, PG_PASSWORD, PG_DATABASE, PG_DB is set, an embedded PostgreSQL is started in QUEEN_DATA_DIR."`
+	PGHost                 string        `env:"PG_HOST" envDefault:"localhost" conn:"part" section:"Database" help:"PostgreSQL host, used when QUEEN_PG_URL is empty."`
+	PGPort                 int           `env:"PG_PORT" envDefault:"5432" min:"1" max:"65535" conn:"part" section:"Database" help:"PostgreSQL port, used when QUEEN_PG_URL is empty."`
+	PGUser                 string        `env:"PG_USER" envDefault:"postgres" conn:"part" section:"Database" help:"PostgreSQL user, used when QUEEN_PG_URL is empty."`
+	PGPassword             string        `env:"PG_PASSWORD" envDefault:"postgres" conn:"part" secret:"true" section:"Database" help:"PostgreSQL password, used when QUEEN_PG_URL is empty."`
+	PGDatabase             string        `env:"PG_DATABASE" alias:"PG_DB" envDefault:"postgres" conn:"part" section:"Database" help:"PostgreSQL database name, used when QUEEN_PG_URL is empty; PG_DB is read when PG_DATABASE is unset."`
+	PGUseSSL               bool          `env:"PG_USE_SSL" envDefault:"false" section:"Database" help:"Connect with sslmode=require instead of sslmode=disable (PG_* parts only)."`
+	DataDir                string        `env:"QUEEN_DATA_DIR" envDefault:"./.queen" section:"Database" help:"Data directory of the embedded PostgreSQL (and later of the spool)."`
+	PoolSize               int           `env:"DB_POOL_SIZE" envDefault:"160" min:"2" section:"Database" help:"Maximum number of pooled PostgreSQL connections."`
+	StatementTimeout       time.Duration `env:"DB_STATEMENT_TIMEOUT" alias:"QUEEN_STMT_TIMEOUT_MS" envDefault:"30000" min:"1" section:"Database" help:"PostgreSQL statement_timeout of the server's queries; QUEEN_STMT_TIMEOUT_MS is read when DB_STATEMENT_TIMEOUT is unset."`
+	ApplySchema            bool          `env:"QUEEN_APPLY_SCHEMA" envDefault:"true" section:"Database" help:"Create or upgrade the database schema at start-up."`
+	RequireSyncReplication bool          `env:"QUEEN_REQUIRE_SYNC_REPLICATION" envDefault:"false" section:"Database" help:"Answer queued only while the database has a synchronous standby attached (re-checked every 2 s): without one, pushes go to the spool (buffered) and its replay waits, and the log and GET /ready say why. An acknowledged push then survives a failover to that standby."`
 
 	// Push path.
 

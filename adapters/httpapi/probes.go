@@ -31,6 +31,9 @@ func (a *api) handleReady(w http.ResponseWriter, r *http.Request) {
 			body["spool"] = "failing"
 		}
 	}
+	if rep.Held != "" {
+		body["pushes"] = "spooled: " + rep.Held
+	}
 	code := http.StatusOK
 	switch {
 	case rep.Stopping:

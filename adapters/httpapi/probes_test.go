@@ -33,6 +33,12 @@ func TestReadyAndLive(t *testing.T) {
 			ready: func(context.Context) readiness.Report { return readiness.Report{HasSpool: true, SpoolFailing: true} },
 			body: map[string]string{"status": "not ready", "database": "disconnected", "spool": "failing",
 				"reason": "the database is unreachable and the spool cannot take pushes"}},
+		{name: "ready: pushes held out of the database, the spool takes them", path: "/ready", code: http.StatusOK,
+			ready: func(context.Context) readiness.Report {
+				return readiness.Report{Ready: true, Database: true, HasSpool: true, Held: "no synchronous standby"}
+			},
+			body: map[string]string{"status": "ready", "database": "connected", "spool": "accepting",
+				"pushes": "spooled: no synchronous standby"}},
 		{name: "not ready: shutting down", path: "/ready", code: http.StatusServiceUnavailable,
 			ready: func(context.Context) readiness.Report { return readiness.Report{Stopping: true, HasSpool: true} },
 			body:  map[string]string{"status": "not ready", "spool": "accepting", "reason": "shutting down"}},

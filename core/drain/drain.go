@@ -27,9 +27,12 @@ type Options struct {
 	// ([250 ms]): replay resumes within one Probe of the database answering again instead
 	// of sleeping out a backoff that grew during the outage.
 	Probe     time.Duration
-	Permanent int          // [5] failures (database up) before a batch is split, then a record quarantined
-	Paused    func() bool  // push maintenance: replay waits while it reports true
-	Ping      ports.Pinger // distinguishes "database away" from "this batch is bad"
+	Permanent int         // [5] failures (database up) before a batch is split, then a record quarantined
+	Paused    func() bool // push maintenance: replay waits while it reports true
+	// Held, when set, also makes replay wait while it reports true: pushes are held out
+	// of the database (a required synchronous standby is missing, core/replication).
+	Held func() bool
+	Ping ports.Pinger // distinguishes "database away" from "this batch is bad"
 	// Encryption prepares each record spooled unsealed as its queue requires now: sealed
 	// when the queue encrypts, refused (kept, then quarantined) when it cannot be sealed
 	// ([nil] records are replayed as spooled).
@@ -65,6 +68,9 @@ func (o *Options) defaults() {
 	}
 	if o.Permanent <= 0 {
 		o.Permanent = 5
+	}
+	if o.Held == nil {
+		o.Held = func() bool { return false }
 	}
 	if o.Paused == nil {
 		o.Paused = func() bool { return false }
@@ -184,7 +190,7 @@ func (d *Drainer) Stop() {
 func (d *Drainer) Run(ctx context.Context) {
 	backoff := d.opts.Backoff
 	for ctx.Err() == nil {
-		if d.opts.Paused() {
+		if d.opts.Paused() || d.opts.Held() {
 			d.wait(ctx, d.opts.Interval)
 			continue
 		}

@@ -183,28 +183,40 @@ func TestUntilStopsAtTheDeadline(t *testing.T) {
 	}
 }
 
+// Replay waits while push maintenance is on (Paused) and while pushes are held out of
+// the database (Held), and resumes, in order, when it ends.
 func TestRunPausesAndResumes(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		var paused atomic.Bool
-		paused.Store(true)
-		f := newFixture(t, "q", 5, 1, Options{Interval: time.Millisecond, Paused: paused.Load})
-		f.d.Start()
-		defer f.d.Stop()
-		time.Sleep(30 * time.Millisecond) // fake time: thirty idle re-checks
-		synctest.Wait()
-		if n := len(f.seqs(t, "q", "p0")); n != 0 {
-			t.Fatalf("%d records replayed while paused", n)
-		}
-		paused.Store(false)
-		for deadline := time.Now().Add(5 * time.Second); !f.sp.Empty(); time.Sleep(time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatal("spool not drained after resuming")
-			}
-		}
-		if got := strings.Join(f.seqs(t, "q", "p0"), " "); got != "0 1 2 3 4" {
-			t.Fatalf("after resuming: %s", got)
-		}
-	})
+	for _, by := range []string{"paused", "held"} {
+		t.Run(by, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var stopped atomic.Bool
+				stopped.Store(true)
+				opts := Options{Interval: time.Millisecond}
+				if by == "paused" {
+					opts.Paused = stopped.Load
+				} else {
+					opts.Held = stopped.Load
+				}
+				f := newFixture(t, "q", 5, 1, opts)
+				f.d.Start()
+				defer f.d.Stop()
+				time.Sleep(30 * time.Millisecond) // fake time: thirty idle re-checks
+				synctest.Wait()
+				if n := len(f.seqs(t, "q", "p0")); n != 0 {
+					t.Fatalf("%d records replayed while %s", n, by)
+				}
+				stopped.Store(false)
+				for deadline := time.Now().Add(5 * time.Second); !f.sp.Empty(); time.Sleep(time.Millisecond) {
+					if time.Now().After(deadline) {
+						t.Fatal("spool not drained after resuming")
+					}
+				}
+				if got := strings.Join(f.seqs(t, "q", "p0"), " "); got != "0 1 2 3 4" {
+					t.Fatalf("after resuming: %s", got)
+				}
+			})
+		})
+	}
 }
 
 // After an outage long enough for the backoff to reach MaxBackoff, replay resumes within

@@ -16,6 +16,9 @@ type Options struct {
 	PingTimeout time.Duration
 	// Now is the clock [time.Now].
 	Now func() time.Time
+	// Held, when set, says why pushes are held out of the database ("" when they are
+	// not: core/replication's HeldReason); the report carries it.
+	Held func() string
 }
 
 // Report is one readiness answer and what it was made of.
@@ -27,6 +30,9 @@ type Report struct {
 	// spool: then the database alone decides).
 	SpoolFailing bool
 	HasSpool     bool
+	// Held says why pushes go to the spool although the database answers ("": they do
+	// not); the broker stays ready, the spool takes them.
+	Held string
 }
 
 // Check is the readiness rule over the database and the spool.
@@ -58,6 +64,9 @@ func (c *Check) Stopping() { c.stopping.Store(true) }
 // Ready answers whether pushes can be accepted now.
 func (c *Check) Ready(ctx context.Context) Report {
 	r := Report{Stopping: c.stopping.Load(), HasSpool: c.spoolFailedAt != nil}
+	if c.opts.Held != nil {
+		r.Held = c.opts.Held()
+	}
 	if r.HasSpool {
 		at := c.spoolFailedAt()
 		r.SpoolFailing = !at.IsZero() && c.opts.Now().Sub(at) < c.opts.SpoolGrace

@@ -21,6 +21,7 @@ func TestReady(t *testing.T) {
 		spool    bool
 		failedAt time.Time
 		stopping bool
+		held     string
 		want     Report
 	}{
 		{name: "database up", want: Report{Ready: true, Database: true}},
@@ -34,6 +35,8 @@ func TestReady(t *testing.T) {
 		{name: "database down, spool failure older than the grace", db: down, spool: true, failedAt: now.Add(-11 * time.Second),
 			want: Report{Ready: true, HasSpool: true}},
 		{name: "shutting down", stopping: true, spool: true, want: Report{Stopping: true, HasSpool: true}},
+		{name: "pushes held out of the database: ready, saying why", spool: true, held: "no synchronous standby",
+			want: Report{Ready: true, Database: true, HasSpool: true, Held: "no synchronous standby"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -42,7 +45,7 @@ func TestReady(t *testing.T) {
 			if tc.spool {
 				failedAt = func() time.Time { return tc.failedAt }
 			}
-			c := New(pinger{tc.db}, failedAt, Options{Now: func() time.Time { return now }})
+			c := New(pinger{tc.db}, failedAt, Options{Now: func() time.Time { return now }, Held: func() string { return tc.held }})
 			if tc.stopping {
 				c.Stopping()
 			}

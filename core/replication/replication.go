@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/queen-go/queen/ports"
@@ -61,11 +62,128 @@ func Judge(s ports.ReplicationSetup) Verdict {
 	}
 }
 
-// Check judges the set-up of one database, read through r.
-type Check struct{ r ports.ReplicationReader }
+// Options configures a Check; zero values take the defaults in brackets.
+type Options struct {
+	// Require holds pushes out of the database while no synchronous standby is attached
+	// (QUEEN_REQUIRE_SYNC_REPLICATION): they go to the spool, answered buffered, and the
+	// spool's replay waits, so that no push is answered queued, nor replayed, on a
+	// primary whose loss could take it along.
+	Require bool
+	// Every is the period of the re-check while Require is on [2 s].
+	Every  time.Duration
+	Logger *slog.Logger
+}
 
-// New returns a Check reading through r.
-func New(r ports.ReplicationReader) *Check { return &Check{r: r} }
+// Check judges the set-up of one database, read through r, and with Options.Require
+// keeps the hold of pushes current from Start until Stop.
+type Check struct {
+	r    ports.ReplicationReader
+	opts Options
+
+	held   atomic.Bool // Require and no synchronous standby at the last reading
+	reason atomic.Pointer[string]
+	said   string // the hold state the log last said ("held", "released"); recheck's own
+	stop   chan struct{}
+	done   chan struct{}
+}
+
+// New returns a Check reading through r; it starts nothing (see Start). With
+// opts.Require it holds pushes until a reading finds a synchronous standby.
+func New(r ports.ReplicationReader, opts Options) *Check {
+	if opts.Every <= 0 {
+		opts.Every = 2 * time.Second
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	c := &Check{r: r, opts: opts}
+	if opts.Require {
+		c.hold(true, "no reading of the replication set-up yet")
+	}
+	return c
+}
+
+// Held reports whether pushes must stay out of the database now (Options.Require and no
+// synchronous standby attached at the last reading).
+func (c *Check) Held() bool { return c.held.Load() }
+
+// HeldReason says why pushes are held ("" when they are not), for GET /ready.
+func (c *Check) HeldReason() string {
+	if !c.held.Load() {
+		return ""
+	}
+	if p := c.reason.Load(); p != nil {
+		return *p
+	}
+	return ""
+}
+
+func (c *Check) hold(on bool, why string) {
+	c.reason.Store(&why)
+	c.held.Store(on)
+}
+
+// Start reads the set-up once at once and then, with Options.Require, every
+// Options.Every until Stop. Without Require it starts nothing.
+func (c *Check) Start(ctx context.Context) {
+	if !c.opts.Require || c.stop != nil {
+		return
+	}
+	c.stop, c.done = make(chan struct{}), make(chan struct{})
+	c.recheck(ctx)
+	go c.run()
+}
+
+// Stop ends the re-checks.
+func (c *Check) Stop() {
+	if c.stop == nil {
+		return
+	}
+	close(c.stop)
+	<-c.done
+	c.stop = nil
+}
+
+func (c *Check) run() {
+	defer close(c.done)
+	t := time.NewTicker(c.opts.Every)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.stop:
+			return
+		case <-t.C:
+			c.recheck(context.Background())
+		}
+	}
+}
+
+// recheck reads the set-up and holds or releases pushes, logging each change. A failed
+// read changes nothing: the database being away is the drain's to handle.
+func (c *Check) recheck(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, c.opts.Every)
+	defer cancel()
+	s, err := c.r.ReplicationSetup(ctx)
+	if err != nil {
+		return
+	}
+	v := Judge(s)
+	if !v.Sync {
+		c.hold(true, "QUEEN_REQUIRE_SYNC_REPLICATION: pushes go to the spool: "+v.Why)
+		if c.said != "held" {
+			c.said = "held"
+			c.opts.Logger.Warn("replication: no synchronous standby attached: pushes go to the spool and its replay waits (QUEEN_REQUIRE_SYNC_REPLICATION)",
+				"why", v.Why)
+		}
+		return
+	}
+	c.hold(false, "")
+	if c.said == "held" {
+		c.opts.Logger.Info("replication: a synchronous standby is attached: pushes are committed again, the spool replays",
+			"sync_standbys", s.SyncStandbys)
+	}
+	c.said = "released"
+}
 
 // Sync reports whether a synchronous standby is attached now (queen_pg_sync_replication).
 func (c *Check) Sync(ctx context.Context) (bool, error) {

@@ -6,9 +6,12 @@ import (
 	"errors"
 	"log/slog"
 	"strings"
+	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
+	"github.com/queen-go/queen/internal/syncbuf"
 	"github.com/queen-go/queen/ports"
 )
 
@@ -60,11 +63,11 @@ func (r reader) ReplicationSetup(context.Context) (ports.ReplicationSetup, error
 func TestSync(t *testing.T) {
 	t.Parallel()
 	sync, err := New(reader{s: ports.ReplicationSetup{SynchronousCommit: "on", SynchronousStandbyNames: "*",
-		Standbys: 1, SyncStandbys: 1}}).Sync(context.Background())
+		Standbys: 1, SyncStandbys: 1}}, Options{}).Sync(context.Background())
 	if err != nil || !sync {
 		t.Fatalf("sync %v, %v; want true", sync, err)
 	}
-	if _, err := New(reader{err: errors.New("down")}).Sync(context.Background()); err == nil {
+	if _, err := New(reader{err: errors.New("down")}, Options{}).Sync(context.Background()); err == nil {
 		t.Fatal("an unreadable set-up gave no error")
 	}
 }
@@ -86,11 +89,75 @@ func TestReportLogsOneLine(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			var buf bytes.Buffer
-			New(tt.r).Report(context.Background(), time.Second, slog.New(slog.NewTextHandler(&buf, nil)))
+			New(tt.r, Options{}).Report(context.Background(), time.Second, slog.New(slog.NewTextHandler(&buf, nil)))
 			lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
 			if len(lines) != 1 || !strings.Contains(lines[0], "level="+tt.level) || !strings.Contains(lines[0], tt.says) {
 				t.Fatalf("logged %q, want one %s line saying %q", buf.String(), tt.level, tt.says)
 			}
 		})
+	}
+}
+
+// flipping is a reader whose answer a test changes.
+type flipping struct {
+	mu sync.Mutex
+	s  ports.ReplicationSetup
+}
+
+func (f *flipping) set(s ports.ReplicationSetup) { f.mu.Lock(); f.s = s; f.mu.Unlock() }
+
+func (f *flipping) ReplicationSetup(context.Context) (ports.ReplicationSetup, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.s, nil
+}
+
+// With Require, pushes are held from New until a reading finds a synchronous standby,
+// held again when it goes, released when it comes back; each change is logged once.
+func TestRequireHoldsPushesWhileNoSynchronousStandby(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lone := ports.ReplicationSetup{SynchronousCommit: "on"}
+		synced := ports.ReplicationSetup{SynchronousCommit: "on", SynchronousStandbyNames: "*", Standbys: 1, SyncStandbys: 1}
+		r := &flipping{s: lone}
+		var buf syncbuf.Buffer
+		c := New(r, Options{Require: true, Every: time.Second, Logger: slog.New(slog.NewTextHandler(&buf, nil))})
+		if !c.Held() {
+			t.Fatal("not held before the first reading")
+		}
+		c.Start(context.Background())
+		defer c.Stop()
+		if !c.Held() || !strings.Contains(c.HeldReason(), "no standby") {
+			t.Fatalf("held %v (%q) with no standby, want held saying so", c.Held(), c.HeldReason())
+		}
+		r.set(synced)
+		time.Sleep(time.Second + time.Millisecond)
+		synctest.Wait()
+		if c.Held() || c.HeldReason() != "" {
+			t.Fatalf("held %v (%q) with a synchronous standby", c.Held(), c.HeldReason())
+		}
+		r.set(lone)
+		time.Sleep(time.Second)
+		synctest.Wait()
+		time.Sleep(time.Second) // a second reading of the same state logs nothing more
+		synctest.Wait()
+		if !c.Held() {
+			t.Fatal("not held once the standby left")
+		}
+		if n := strings.Count(buf.String(), "no synchronous standby attached"); n != 2 {
+			t.Fatalf("the hold was logged %d times, want 2:\n%s", n, buf.String())
+		}
+		if n := strings.Count(buf.String(), "is attached"); n != 1 {
+			t.Fatalf("the release was logged %d times, want 1:\n%s", n, buf.String())
+		}
+	})
+}
+
+func TestWithoutRequireNothingIsHeld(t *testing.T) {
+	t.Parallel()
+	c := New(reader{s: ports.ReplicationSetup{SynchronousCommit: "off"}}, Options{})
+	c.Start(context.Background())
+	defer c.Stop()
+	if c.Held() {
+		t.Fatal("held without Require")
 	}
 }
