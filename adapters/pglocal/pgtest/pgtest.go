@@ -268,3 +268,27 @@ func NewDatabaseWith(t testing.TB, settings ...string) string {
 	}
 	return dbURL
 }
+
+// NewCluster starts a PostgreSQL cluster of the calling test's own, besides the shared
+// one, and returns its admin URL (user postgres); it is stopped and removed at the test's
+// cleanup. For tests that need a second server (a multi-host connection string, a
+// server whose settings differ); without PostgreSQL binaries it fails the test.
+func NewCluster(t testing.TB) string {
+	t.Helper()
+	dir := t.TempDir() // pglocal opens it to the postgres user when running as root
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	s, err := pglocal.Start(ctx, filepath.Join(dir, "data"), pglocal.Options{MaxConnections: 20,
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))})
+	if err != nil {
+		t.Fatalf("pgtest: NewCluster: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := s.Stop(ctx); err != nil {
+			t.Errorf("pgtest: stop the test's own cluster: %v", err)
+		}
+	})
+	return s.URL()
+}
