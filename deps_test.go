@@ -207,9 +207,10 @@ var rootTests = []string{"deps_test.go", "docrefs_test.go"}
 // broker's public constructor and configuration, a throwaway PostgreSQL, the leak check,
 // the load tool's client-side library and verifier (the ordered-pipeline test drives
 // the broker over HTTP with them, as queen-bench does), the log capture of the tests
-// (internal/syncbuf), and the OpenAPI validator.
+// (internal/syncbuf), the in-process broker start (internal/brokertest: the broker's
+// public constructor, as queen-server calls it), and the OpenAPI validator.
 var e2eAllowed = []string{module, module + "/config", module + "/adapters/pglocal/pgtest", "go.uber.org/goleak",
-	module + "/bench/load", module + "/bench/verify", module + "/internal/syncbuf",
+	module + "/bench/load", module + "/bench/verify", module + "/internal/syncbuf", module + "/internal/brokertest",
 	// The OpenAPI check of every exchange (e2e/openapi_test.go): a client-side validator.
 	"github.com/pb33f/libopenapi", "github.com/pb33f/libopenapi-validator",
 	"github.com/pb33f/libopenapi-validator/config", "github.com/pb33f/libopenapi-validator/errors",

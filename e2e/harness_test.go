@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"maps"
 	"net/http"
@@ -18,9 +17,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/queen-go/queen"
 	"github.com/queen-go/queen/adapters/pglocal/pgtest"
-	"github.com/queen-go/queen/config"
+	"github.com/queen-go/queen/internal/brokertest"
 )
 
 const (
@@ -37,9 +35,8 @@ type broker struct {
 	DB    string // its database: another broker may be started on it (startBrokerOn)
 	Spool string // its FILE_BUFFER_DIR
 
-	app     *queen.App // nil for a broker of another process (remoteBroker)
-	cleanup func()
-	client  *http.Client
+	srv    *brokertest.Broker // nil for a broker of another process (remoteBroker)
+	client *http.Client
 
 	stopOnce sync.Once
 	stopErr  error
@@ -84,25 +81,11 @@ func launchBroker(t testing.TB, db string, env map[string]string, logs io.Writer
 		"QUEEN_ADMIN_SHARE_MS": "0",
 	}
 	maps.Copy(vars, env)
-	cfg, err := config.Parse(vars)
+	srv, err := brokertest.Start(vars, logs, startTimeout)
 	if err != nil {
-		return nil, fmt.Errorf("configuration %v: %w", vars, err)
+		return nil, err
 	}
-	if logs != nil {
-		cfg = cfg.WithLogOutput(logs)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
-	defer cancel()
-	app, cleanup, err := queen.InitializeApp(ctx, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("build the broker: %w", err)
-	}
-	if err := app.Start(ctx); err != nil {
-		cleanup()
-		return nil, fmt.Errorf("start the broker: %w", err)
-	}
-	b := &broker{URL: "http://" + app.Addr().String(), DB: db, Spool: vars["FILE_BUFFER_DIR"],
-		app: app, cleanup: cleanup, client: newClient()}
+	b := &broker{URL: srv.URL, DB: db, Spool: vars["FILE_BUFFER_DIR"], srv: srv, client: newClient()}
 	t.Cleanup(func() {
 		b.apiProblems.report(t)
 		if err := b.shutdown(); err != nil && !b.checked.Load() {
@@ -140,22 +123,13 @@ func (b *broker) stop() error {
 func (b *broker) shutdown() error {
 	b.stopOnce.Do(func() {
 		defer b.client.CloseIdleConnections()
-		if b.app == nil {
+		if b.srv == nil {
 			return
 		}
 		// Connections the client opened but never used look new to the server, which
 		// waits up to 5 s before it treats them as idle: close them first.
 		b.client.CloseIdleConnections()
-		ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
-		defer cancel()
-		err := b.app.Stop(ctx)
-		select {
-		case failed := <-b.app.Failed(): // HTTP serving ended on its own before the stop
-			err = errors.Join(failed, err)
-		default:
-		}
-		b.cleanup()
-		b.stopErr = err
+		b.stopErr = b.srv.Stop(stopTimeout)
 	})
 	return b.stopErr
 }

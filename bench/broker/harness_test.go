@@ -17,10 +17,9 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/queen-go/queen"
 	"github.com/queen-go/queen/adapters/pglocal/pgtest"
 	"github.com/queen-go/queen/bench/load"
-	"github.com/queen-go/queen/config"
+	"github.com/queen-go/queen/internal/brokertest"
 )
 
 // TestMain runs the benchmarks, stops the throwaway PostgreSQL cluster and fails the run
@@ -35,10 +34,7 @@ type broker struct {
 	URL string // http://127.0.0.1:port
 	DB  string // its database
 
-	app      *queen.App
-	cleanup  func()
-	stopOnce sync.Once
-	stopErr  error
+	srv *brokertest.Broker
 }
 
 // startBroker starts a broker on a fresh database; env adds configuration variables.
@@ -54,21 +50,11 @@ func startBrokerOn(b testing.TB, db string, env map[string]string) *broker {
 	vars := map[string]string{"QUEEN_PG_URL": db, "PORT": "0", "QUEEN_BIND_ADDR": "127.0.0.1",
 		"DB_POOL_SIZE": "40", "LOG_LEVEL": "warn", "FILE_BUFFER_DIR": filepath.Join(b.TempDir(), "spool")}
 	maps.Copy(vars, env)
-	cfg, err := config.Parse(vars)
+	srv, err := brokertest.Start(vars, nil, 2*time.Minute)
 	if err != nil {
 		b.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	app, cleanup, err := queen.InitializeApp(ctx, cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := app.Start(ctx); err != nil {
-		cleanup()
-		b.Fatal(err)
-	}
-	br := &broker{URL: "http://" + app.Addr().String(), DB: db, app: app, cleanup: cleanup}
+	br := &broker{URL: srv.URL, DB: db, srv: srv}
 	b.Cleanup(func() {
 		if err := br.stop(); err != nil {
 			b.Errorf("stop the broker: %v", err)
@@ -79,21 +65,7 @@ func startBrokerOn(b testing.TB, db string, env map[string]string) *broker {
 
 // stop shuts the broker down gracefully and releases what it opened; the same error on
 // every call.
-func (br *broker) stop() error {
-	br.stopOnce.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		err := br.app.Stop(ctx)
-		select {
-		case failed := <-br.app.Failed():
-			err = errors.Join(failed, err)
-		default:
-		}
-		br.cleanup()
-		br.stopErr = err
-	})
-	return br.stopErr
-}
+func (br *broker) stop() error { return br.srv.Stop(time.Minute) }
 
 // scrape reads one sample of the broker's /metrics/prometheus (name with its labels).
 func (br *broker) scrape(b testing.TB, sample string) float64 {

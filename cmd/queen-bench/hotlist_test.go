@@ -14,9 +14,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/queen-go/queen"
 	"github.com/queen-go/queen/adapters/pglocal/pgtest"
-	"github.com/queen-go/queen/config"
+	"github.com/queen-go/queen/internal/brokertest"
 	"github.com/queen-go/queen/internal/syncbuf"
 )
 
@@ -34,29 +33,16 @@ func startBroker(t *testing.T, env map[string]string) (string, string) {
 	for k, v := range env {
 		vars[k] = v
 	}
-	cfg, err := config.Parse(vars)
+	srv, err := brokertest.Start(vars, nil, 2*time.Minute)
 	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	app, cleanup, err := queen.InitializeApp(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := app.Start(ctx); err != nil {
-		cleanup()
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		if err := app.Stop(ctx); err != nil {
+		if err := srv.Stop(time.Minute); err != nil {
 			t.Errorf("stop the broker: %v", err)
 		}
-		cleanup()
 	})
-	return "http://" + app.Addr().String(), db
+	return srv.URL, db
 }
 
 // postmasterOf returns the pid of the postmaster serving db: the parent of a backend.

@@ -2,22 +2,18 @@ package browser
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"maps"
 	"net/http"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/queen-go/queen"
 	"github.com/queen-go/queen/adapters/pglocal/pgtest"
-	"github.com/queen-go/queen/config"
+	"github.com/queen-go/queen/internal/brokertest"
 )
 
 const (
@@ -36,9 +32,7 @@ type broker struct {
 	URL   string // http://127.0.0.1:port
 	token string // "Bearer <jwt>" sent by the HTTP helpers when set (a broker with JWT on)
 
-	client   *http.Client
-	stopOnce sync.Once
-	stopErr  error
+	client *http.Client
 }
 
 // startBroker starts a broker on a fresh database; env adds or overrides configuration
@@ -57,41 +51,19 @@ func startBroker(t *testing.T, env map[string]string) *broker {
 		"QUEEN_ADMIN_SHARE_MS": "0",
 	}
 	maps.Copy(vars, env)
-	cfg, err := config.Parse(vars)
+	srv, err := brokertest.Start(vars, nil, startTimeout)
 	if err != nil {
-		t.Fatalf("configuration %v: %v", vars, err)
+		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
-	defer cancel()
-	app, cleanup, err := queen.InitializeApp(ctx, cfg)
-	if err != nil {
-		t.Fatalf("build the broker: %v", err)
-	}
-	if err := app.Start(ctx); err != nil {
-		cleanup()
-		t.Fatalf("start the broker: %v", err)
-	}
-	b := &broker{URL: "http://" + app.Addr().String(),
-		client: &http.Client{Timeout: time.Minute, Transport: &http.Transport{}}}
+	b := &broker{URL: srv.URL, client: &http.Client{Timeout: time.Minute, Transport: &http.Transport{}}}
 	t.Cleanup(func() {
-		b.stopOnce.Do(func() {
-			// Connections the client opened but never used look new to the server,
-			// which waits before it treats them as idle: close them first.
-			b.client.CloseIdleConnections()
-			ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
-			defer cancel()
-			err := app.Stop(ctx)
-			select {
-			case failed := <-app.Failed():
-				err = errors.Join(failed, err)
-			default:
-			}
-			cleanup()
-			b.client.CloseIdleConnections()
-			b.stopErr = err
-		})
-		if b.stopErr != nil {
-			t.Errorf("stop the broker at %s: %v", b.URL, b.stopErr)
+		// Connections the client opened but never used look new to the server, which
+		// waits before it treats them as idle: close them first.
+		b.client.CloseIdleConnections()
+		err := srv.Stop(stopTimeout)
+		b.client.CloseIdleConnections()
+		if err != nil {
+			t.Errorf("stop the broker at %s: %v", b.URL, err)
 		}
 	})
 	return b
