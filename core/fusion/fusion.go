@@ -158,9 +158,6 @@ type Batcher struct {
 	push  *stages.Push // opts.Stages' push path
 }
 
-// now is the wall clock in unix ns, the frames' arrival stamp (the wait stage).
-func (b *Batcher) now() int64 { return time.Now().UnixNano() }
-
 // New returns a Batcher committing through store; it starts nothing (see Start).
 func New(store ports.SegmentStore, codec *segment.Codec, opts Options) *Batcher {
 	opts.defaults()

@@ -137,7 +137,7 @@ func (s *shard) add(gs []*Group) {
 		}
 		p.used = s.sweeps
 		if len(p.refs) == 0 && len(g.Frames) > 0 {
-			p.since = s.b.now()
+			p.since = time.Now().UnixNano()
 		}
 		for i := range g.Frames {
 			p.refs = append(p.refs, ref{g, i})

@@ -80,11 +80,11 @@ type Check struct {
 	r    ports.ReplicationReader
 	opts Options
 
-	held   atomic.Bool // Require and no synchronous standby at the last reading
-	reason atomic.Pointer[string]
-	said   string // the hold state the log last said ("held", "released"); recheck's own
-	stop   chan struct{}
-	done   chan struct{}
+	held     atomic.Bool // Require and no synchronous standby at the last reading
+	reason   atomic.Pointer[string]
+	saidHeld bool // the log last said pushes are held; recheck's own
+	stop     chan struct{}
+	done     chan struct{}
 }
 
 // New returns a Check reading through r; it starts nothing (see Start). With
@@ -170,19 +170,19 @@ func (c *Check) recheck(ctx context.Context) {
 	v := Judge(s)
 	if !v.Sync {
 		c.hold(true, "QUEEN_REQUIRE_SYNC_REPLICATION: pushes go to the spool: "+v.Why)
-		if c.said != "held" {
-			c.said = "held"
+		if !c.saidHeld {
+			c.saidHeld = true
 			c.opts.Logger.Warn("replication: no synchronous standby attached: pushes go to the spool and its replay waits (QUEEN_REQUIRE_SYNC_REPLICATION)",
 				"why", v.Why)
 		}
 		return
 	}
 	c.hold(false, "")
-	if c.said == "held" {
+	if c.saidHeld {
+		c.saidHeld = false
 		c.opts.Logger.Info("replication: a synchronous standby is attached: pushes are committed again, the spool replays",
 			"sync_standbys", s.SyncStandbys)
 	}
-	c.said = "released"
 }
 
 // Sync reports whether a synchronous standby is attached now (queen_pg_sync_replication).
