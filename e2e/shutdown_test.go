@@ -113,8 +113,12 @@ func TestGracefulStopEndsLongPolls(t *testing.T) {
 	b := startBroker(t, map[string]string{"QUEEN_SHUTDOWN_TIMEOUT_MS": "10000"})
 	b.popEmpty(t, "/api/v1/pop/queue/lp") // provisions the queue
 	// The long poll on a connection of its own (a reused one could be closed as idle by
-	// the stop before the server reads the request on it), accepted by the broker.
-	b.client.CloseIdleConnections()
+	// the stop before the server reads the request on it), accepted by the broker. A new
+	// client, since the transport hands the set-up pop's connection back to its pool a
+	// moment after the answer is read: CloseIdleConnections alone can run before that.
+	used := b.client
+	b.client = newClient()
+	used.CloseIdleConnections()
 	done := b.startPop(context.Background(), "/api/v1/pop/queue/lp?wait=true&timeout=60000")
 	b.waitAccepted(t)
 	start := time.Now()
