@@ -43,6 +43,7 @@ type App struct {
 	keys    *jwks.Client // the JWKS of token verification; nil without JWT_JWKS_URL
 	ready   *readiness.Check
 	repl    *replication.Check
+	reads   *replication.ReadRouter
 	http    *http.Server
 
 	ln     net.Listener
@@ -52,9 +53,9 @@ type App struct {
 // NewApp assembles the broker from its components.
 func NewApp(cfg config.Config, log *slog.Logger, flags *maintenance.Flags, b *fusion.Batcher, sp *spool.Spool,
 	d *drain.Drainer, hot *hotlist.List, mesh *peers.Mesh, ret *retention.Job, rec *history.Recorder, keys *jwks.Client,
-	ready *readiness.Check, repl *replication.Check, srv *http.Server, c *consume.Service) *App {
+	ready *readiness.Check, repl *replication.Check, reads *replication.ReadRouter, srv *http.Server, c *consume.Service) *App {
 	return &App{cfg: cfg, log: log, flags: flags, consume: c, batcher: b, spool: sp, drainer: d, hot: hot, mesh: mesh,
-		ret: ret, history: rec, keys: keys, ready: ready, repl: repl, http: srv, failed: make(chan error, 1)}
+		ret: ret, history: rec, keys: keys, ready: ready, repl: repl, reads: reads, http: srv, failed: make(chan error, 1)}
 }
 
 // Logger is the broker's logger.
@@ -66,7 +67,8 @@ func (a *App) Logger() *slog.Logger { return a.log }
 // HTTP. On a listen error everything started is stopped again.
 func (a *App) Start(ctx context.Context) error {
 	a.flags.Start(ctx)
-	a.repl.Start(ctx) // before the first push: a required synchronous standby holds them or not
+	a.repl.Start(ctx)  // before the first push: a required synchronous standby holds them or not
+	a.reads.Start(ctx) // the admin reads find their server measured (QUEEN_PG_READ_URL)
 
 	a.batcher.Start()
 	a.spool.Start()
@@ -145,6 +147,7 @@ func (a *App) stopComponents(ctx context.Context) error {
 	a.hot.Stop()
 	a.drainer.Stop()
 	a.repl.Stop()
+	a.reads.Stop()
 	// Whatever the shutdown deadline, what fusion holds was accepted: its commits get
 	// the time a statement may take.
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.cfg.StatementTimeout+5*time.Second)

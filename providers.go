@@ -62,6 +62,8 @@ var ProviderSet = wire.NewSet(
 	ProvideEncryption,
 	ProvidePushService,
 	ProvideConsumeService,
+	ProvideAdminDB,
+	ProvideReadRouter,
 	ProvideAdmin,
 	ProvideQueues,
 	ProvideMaintenance,
@@ -303,13 +305,17 @@ func ProvideHandler(p *push.Service, c *consume.Service, m *maintenance.Flags, q
 	store *postgres.Store, b *fusion.Batcher, limiter *vegas.Limiter, hot *hotlist.List, mesh *peers.Mesh,
 	waker *consume.Waker, resources *adminapi.Resources, groups *adminapi.Groups, messages *adminapi.Messages,
 	traces *adminapi.Traces, an *adminapi.Analytics, ui UI, st *streams.Service, ret *retention.Job, rec *history.Recorder,
-	verifier *auth.Verifier, ready *readiness.Check, timers *stages.Timers, repl *replication.Check, cfg config.Config,
-	log *slog.Logger) http.Handler {
+	verifier *auth.Verifier, ready *readiness.Check, timers *stages.Timers, repl *replication.Check,
+	reads *replication.ReadRouter, cfg config.Config, log *slog.Logger) http.Handler {
 	requests := metrics.NewRequests()
+	var replicaLag func() (time.Duration, bool) // queen_pg_replica_lag_seconds, with QUEEN_PG_READ_URL only
+	if reads.Configured() {
+		replicaLag = reads.Lag
+	}
 	prom := metrics.Handler(metrics.Sources{
 		Fusion: b.Stats, Push: p.Stats, PushLimit: limiter.Limit, Consume: c.Stats,
 		Pool:      store.PoolStat,
-		DBCommits: store.Commits, OldestXact: store.OldestXactAge, SyncReplication: repl.Sync, Maintenance: m.Push, PopMaintenance: m.Pop, Spool: d.Status,
+		DBCommits: store.Commits, OldestXact: store.OldestXactAge, SyncReplication: repl.Sync, ReplicaLag: replicaLag, Maintenance: m.Push, PopMaintenance: m.Pop, Spool: d.Status,
 		Hotlist: hot.Stats, Peers: mesh.Stats, Parked: waker.Parked, Retention: ret.Stats, History: rec.Stats, Requests: requests,
 		Stages: timers,
 	})

@@ -69,10 +69,18 @@ func InitializeApp(ctx context.Context, cfg config.Config) (*App, func(), error)
 		return nil, nil, err
 	}
 	readinessCheck := ProvideReadiness(store, drainer, check)
+	adminDB, cleanup4, err := ProvideAdminDB(ctx, store, cfg, logger)
+	if err != nil {
+		cleanup3()
+		cleanup2()
+		cleanup()
+		return nil, nil, err
+	}
+	readRouter := ProvideReadRouter(adminDB, cfg, logger)
 	gate := ProvideGate(drainer, flags, check)
 	service := ProvideConsumeService(store, codec, sealer, waker, list, commits, flags, activity, timers, cfg, logger)
 	pushService := ProvidePushService(batcher, policy, store, codec, commits, spool, gate, service, activity, logger)
-	admin, cleanup4 := ProvideAdmin(store, cfg, logger)
+	admin := ProvideAdmin(adminDB, readRouter, cfg, logger)
 	queuesService := ProvideQueues(admin, sealer, codec, queueChanges, logger)
 	groupChanges := ProvideGroupChanges(list, waker)
 	resources := ProvideResources(admin, flags, list, mesh, queueChanges, groupChanges, cfg, logger)
@@ -90,9 +98,9 @@ func InitializeApp(ctx context.Context, cfg config.Config) (*App, func(), error)
 		cleanup()
 		return nil, nil, err
 	}
-	handler := ProvideHandler(pushService, service, flags, queuesService, drainer, store, batcher, limiter, list, mesh, waker, resources, groups, messages, traces, analytics, ui, streamsService, job, recorder, verifier, readinessCheck, timers, check, cfg, logger)
+	handler := ProvideHandler(pushService, service, flags, queuesService, drainer, store, batcher, limiter, list, mesh, waker, resources, groups, messages, traces, analytics, ui, streamsService, job, recorder, verifier, readinessCheck, timers, check, readRouter, cfg, logger)
 	server := ProvideHTTPServer(cfg, handler)
-	app := NewApp(cfg, logger, flags, batcher, spool, drainer, list, mesh, job, recorder, client, readinessCheck, check, server, service)
+	app := NewApp(cfg, logger, flags, batcher, spool, drainer, list, mesh, job, recorder, client, readinessCheck, check, readRouter, server, service)
 	return app, func() {
 		cleanup4()
 		cleanup3()

@@ -62,6 +62,7 @@ func defaults() Config {
 		SpoolPerFile:       10000,
 		MaintenanceRefresh: time.Second,
 		AdminShare:         time.Second,
+		ReadMaxLag:         5 * time.Second,
 		RetentionInterval:  5 * time.Second,
 		RetentionBatch:     1000,
 		RetentionParallel:  1,
@@ -123,6 +124,8 @@ func TestParse(t *testing.T) {
 			"QUEEN_SEG_PUSH_MAX":              "8",
 			"QUEEN_VEGAS_ALPHA":               "0",
 			"QUEEN_VEGAS_BETA":                "1",
+			"QUEEN_PG_READ_URL":               "postgres://u:p@h1:5433,h2:5434/q?target_session_attrs=prefer-standby",
+			"QUEEN_READ_MAX_LAG_MS":           "250",
 			"LOG_LEVEL":                       "DeBuG",
 			"QUEEN_LOG_JSON":                  "YES",
 		}, mod: func(c *Config) {
@@ -134,6 +137,8 @@ func TestParse(t *testing.T) {
 			c.EncryptionKey = validKey
 			c.CacheRefresh = 250 * time.Millisecond
 			c.PGURL = "postgres://u:p@db:5433/q"
+			c.ReadURL = "postgres://u:p@h1:5433,h2:5434/q?target_session_attrs=prefer-standby"
+			c.ReadMaxLag = 250 * time.Millisecond
 			c.DataDir = "/var/lib/queen"
 			c.PoolSize = 2
 			c.StatementTimeout = 1500 * time.Millisecond

@@ -16,6 +16,7 @@ import (
 	"github.com/queen-go/queen/core/history"
 	"github.com/queen-go/queen/core/hotlist"
 	"github.com/queen-go/queen/core/maintenance"
+	"github.com/queen-go/queen/core/replication"
 	"github.com/queen-go/queen/core/retention"
 	"github.com/queen-go/queen/core/spool"
 	"github.com/queen-go/queen/core/vegas"
@@ -58,6 +59,7 @@ func TestDefaultsAgreeWithCore(t *testing.T) {
 		{"QUEEN_MAINTENANCE_REFRESH_MS", c.MaintenanceRefresh, maintenance.DefaultRefresh},
 		{"RETENTION_INTERVAL", c.RetentionInterval, retention.DefaultInterval},
 		{"METRICS_FLUSH_MS", c.MetricsFlush, history.DefaultFlush},
+		{"QUEEN_READ_MAX_LAG_MS", c.ReadMaxLag, replication.DefaultMaxReadLag},
 		{"RETENTION_BATCH_SIZE", c.RetentionBatch, retention.DefaultBatchSize},
 		{"RETENTION_PARALLELISM", c.RetentionParallel, retention.DefaultParallelism},
 		{"METRICS_RETENTION_DAYS", c.MetricsRetentionPeriod(), retention.DefaultMetricsRetention},

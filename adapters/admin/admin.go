@@ -26,7 +26,14 @@ type Options struct {
 	// (adapters/postgres PlanEachStatement: each statement is planned with its values,
 	// never with a generic plan; doc.go, "Values are bound"). [nil: the driver's default]
 	BindOptions []any
-	Logger      *slog.Logger
+	// Replica, when set, is a handle on a standby of the database (QUEEN_PG_READ_URL): the
+	// reads replica.go lists run there while UseReplica says so, and on the primary when
+	// the standby cannot take them. [nil: every statement runs on the primary]
+	Replica *sql.DB
+	// UseReplica reports whether the replica-eligible reads go to Replica now
+	// (core/replication ReadRouter.Replica). [nil: never]
+	UseReplica func() bool
+	Logger     *slog.Logger
 }
 
 // DefaultStatementTimeout is Options.StatementTimeout's default, DB_STATEMENT_TIMEOUT's
@@ -44,8 +51,9 @@ func (o *Options) defaults() {
 
 // Admin implements ports.QueueAdmin on PostgreSQL.
 type Admin struct {
-	db   *bun.DB
-	opts Options
+	db      *bun.DB
+	replica *bun.DB // nil without Options.Replica
+	opts    Options
 }
 
 var _ ports.QueueAdmin = (*Admin)(nil)
@@ -54,18 +62,28 @@ var _ ports.QueueAdmin = (*Admin)(nil)
 // schema applied).
 func New(db *sql.DB, opts Options) *Admin {
 	opts.defaults()
-	return &Admin{db: bun.NewDB(db, pgdialect.New()), opts: opts}
+	a := &Admin{db: bun.NewDB(db, pgdialect.New()), opts: opts}
+	if opts.Replica != nil {
+		a.replica = bun.NewDB(opts.Replica, pgdialect.New())
+	}
+	return a
 }
 
-// run executes fn on a dedicated connection under the statement timeout. A connection
-// whose statement timed out or was cancelled is discarded, not returned to the pool.
+// run executes fn on a dedicated connection of the primary under the statement timeout.
+// A connection whose statement timed out or was cancelled is discarded, not returned to
+// the pool.
 func (a *Admin) run(ctx context.Context, op string, fn func(context.Context, bun.Conn) error) error {
+	return a.runOn(ctx, a.db, op, fn)
+}
+
+// runOn is run on db's connections (the primary's or the replica's).
+func (a *Admin) runOn(ctx context.Context, db *bun.DB, op string, fn func(context.Context, bun.Conn) error) error {
 	ctx, cancel := context.WithTimeout(ctx, a.opts.StatementTimeout)
 	defer cancel()
 	if len(a.opts.BindOptions) > 0 {
 		ctx = context.WithValue(ctx, bindOptionsKey{}, a.opts.BindOptions)
 	}
-	c, err := a.db.Conn(ctx)
+	c, err := db.Conn(ctx)
 	if err != nil {
 		return translate(op+": acquire", err)
 	}

@@ -124,7 +124,7 @@ func (a *Admin) QueueSeries(ctx context.Context, tenant string, span ports.Metri
 	}
 	_, _, minutes := anaSpan(span)
 	var rows []anaQueueBucketRow
-	err := a.run(ctx, "queue series", func(ctx context.Context, c bun.Conn) error {
+	err := a.read(ctx, "queue series", func(ctx context.Context, c bun.Conn) error {
 		st := newStmt(c)
 		q, at := anaQueueRows(st, tenant, span, f)
 		q = q.ColumnExpr("date_bin(make_interval(mins => ?), ?, "+anaEpoch+") AS bucket", st.arg(minutes), bun.Safe(at)).
@@ -158,7 +158,7 @@ type anaQueueTotalRow struct {
 // are counted through the partitions' (queue_id, name) key.
 func (a *Admin) QueueTotals(ctx context.Context, tenant string, span ports.MetricsSpan, f ports.ResourceFilter) ([]ports.QueueTotal, error) {
 	var rows []anaQueueTotalRow
-	err := a.run(ctx, "queue totals", func(ctx context.Context, c bun.Conn) error {
+	err := a.read(ctx, "queue totals", func(ctx context.Context, c bun.Conn) error {
 		st := newStmt(c)
 		sums, _ := anaQueueRows(st, tenant, span, f)
 		sums = sums.ColumnExpr("m.queue_name AS queue").ColumnExpr(anaCounterColumns).ColumnExpr(anaPartitionColumns).
@@ -275,7 +275,7 @@ func (r anaBrokerRow) port() ports.BrokerBucket {
 func (a *Admin) BrokerSeries(ctx context.Context, span ports.MetricsSpan, f ports.BrokerFilter) ([]ports.BrokerBucket, error) {
 	from, to, minutes := anaSpan(span)
 	var rows []anaBrokerRow
-	err := a.run(ctx, "broker series", func(ctx context.Context, c bun.Conn) error {
+	err := a.read(ctx, "broker series", func(ctx context.Context, c bun.Conn) error {
 		st := newStmt(c)
 		q := st.NewSelect().TableExpr("queen.metrics_broker_minutes AS m").
 			ColumnExpr("date_bin(make_interval(mins => ?), m.minute, "+anaEpoch+") AS bucket", st.arg(minutes)).
@@ -313,7 +313,7 @@ type anaParkedRow struct {
 func (a *Admin) ParkedSeries(ctx context.Context, span ports.MetricsSpan, queue string) ([]ports.ParkedBucket, error) {
 	from, to, minutes := anaSpan(span)
 	var rows []anaParkedRow
-	err := a.run(ctx, "parked series", func(ctx context.Context, c bun.Conn) error {
+	err := a.read(ctx, "parked series", func(ctx context.Context, c bun.Conn) error {
 		st := newStmt(c)
 		q := st.NewSelect().TableExpr("queen.metrics_broker_minutes AS m").
 			// A parked value that is not an object (never written so) reads as none.
@@ -398,7 +398,7 @@ const anaRetentionSums = `r.job, count(*) AS runs, coalesce(sum(r.rows_removed),
 func (a *Admin) Retention(ctx context.Context, tenant string, span ports.MetricsSpan, f ports.ResourceFilter, key ports.RetentionKey) (series, groups []ports.RetentionRow, err error) {
 	_, _, minutes := anaSpan(span)
 	var srows, grows []anaRetentionRow
-	err = a.run(ctx, "retention series", func(ctx context.Context, c bun.Conn) error {
+	err = a.read(ctx, "retention series", func(ctx context.Context, c bun.Conn) error {
 		return snapshot(ctx, c, func(tx bun.Tx) error {
 			st := newStmt(tx)
 			if err := anaRetentionRuns(st, tenant, span, f, false).

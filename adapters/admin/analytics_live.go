@@ -24,7 +24,7 @@ func (a *Admin) DeadLetterErrors(ctx context.Context, tenant string, f ports.Res
 		Error string `bun:"error"`
 		Count int64  `bun:"count"`
 	}
-	err := a.run(ctx, "dead letter errors", func(ctx context.Context, c bun.Conn) error {
+	err := a.read(ctx, "dead letter errors", func(ctx context.Context, c bun.Conn) error {
 		st := newStmt(c)
 		q := st.NewSelect().TableExpr("queen.dlq AS d").Join("JOIN queen.queues AS q ON q.id = d.queue_id").
 			ColumnExpr("coalesce(d.error_message, '') AS error, count(*) AS count")

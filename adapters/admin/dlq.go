@@ -55,7 +55,7 @@ func (a *Admin) DeadLetters(ctx context.Context, tenant string, f ports.DeadLett
 		return nil, nil // bun reads LIMIT 0 as "no limit"
 	}
 	var rows []dlqRow
-	err := a.run(ctx, "dead letters", func(ctx context.Context, c bun.Conn) error {
+	err := a.read(ctx, "dead letters", func(ctx context.Context, c bun.Conn) error {
 		st := newStmt(c)
 		q := selectDeadLetters(st, tenant)
 		if f.Queue != "" {

@@ -207,22 +207,28 @@ func (a *Admin) groupRead(ctx context.Context, op string, fn func(context.Contex
 }
 
 // readTx runs fn in a read-only transaction on its own connection, after the SET LOCAL
-// statement settings (the planner settings the reads need).
+// statement settings (the planner settings the reads need); on the replica when the
+// reads go there (replica.go).
 func (a *Admin) readTx(ctx context.Context, op, settings string, fn func(context.Context, bun.Tx) error) error {
-	return a.settingsTx(ctx, op, &sql.TxOptions{ReadOnly: true}, settings, fn)
+	return a.read(ctx, op, settingsTxFn(&sql.TxOptions{ReadOnly: true}, settings, fn))
 }
 
-// settingsTx runs fn in a transaction of opts on its own connection, after the SET LOCAL
-// statement settings.
+// settingsTx runs fn in a transaction of opts on its own connection of the primary,
+// after the SET LOCAL statement settings.
 func (a *Admin) settingsTx(ctx context.Context, op string, opts *sql.TxOptions, settings string, fn func(context.Context, bun.Tx) error) error {
-	return a.run(ctx, op, func(ctx context.Context, c bun.Conn) error {
+	return a.run(ctx, op, settingsTxFn(opts, settings, fn))
+}
+
+// settingsTxFn is what settingsTx runs on its connection.
+func settingsTxFn(opts *sql.TxOptions, settings string, fn func(context.Context, bun.Tx) error) func(context.Context, bun.Conn) error {
+	return func(ctx context.Context, c bun.Conn) error {
 		return runTx(ctx, c, opts, func(tx bun.Tx) error {
 			if _, err := tx.ExecContext(ctx, settings); err != nil {
 				return err
 			}
 			return fn(ctx, tx)
 		})
-	})
+	}
 }
 
 // inGroupTx runs fn in a transaction on its own connection (without JIT, see

@@ -144,7 +144,7 @@ func (a *Admin) BrowseSegments(ctx context.Context, tenant string, f ports.Messa
 	if limit <= 0 {
 		return page, nil
 	}
-	err := a.run(ctx, "browse segments", func(ctx context.Context, c bun.Conn) error {
+	err := a.read(ctx, "browse segments", func(ctx context.Context, c bun.Conn) error {
 		return snapshot(ctx, c, func(tx bun.Tx) error {
 			page = ports.BrowsePage{}
 			if err := tx.NewSelect().ColumnExpr("now()").Scan(ctx, &page.Now); err != nil {
@@ -241,7 +241,7 @@ func (a *Admin) BrowseModes(ctx context.Context, tenant string, f ports.MessageF
 		QueueMode bool `bun:"queue_mode"`
 		Named     int  `bun:"named"`
 	}
-	err := a.run(ctx, "browse modes", func(ctx context.Context, c bun.Conn) error {
+	err := a.read(ctx, "browse modes", func(ctx context.Context, c bun.Conn) error {
 		st := newStmt(c)
 		mode := st.arg(ports.QueueModeGroup)
 		q := st.NewSelect().
@@ -279,7 +279,7 @@ func (a *Admin) SegmentBlobs(ctx context.Context, refs []ports.SegmentRef) ([]po
 		pids[i], bases[i] = r.PartitionID, r.BaseOffset
 	}
 	var rows []msgBlobRow
-	err := a.run(ctx, "segment blobs", func(ctx context.Context, c bun.Conn) error {
+	err := a.read(ctx, "segment blobs", func(ctx context.Context, c bun.Conn) error {
 		st := newStmt(c)
 		return st.NewSelect().
 			TableExpr("queen.log_segments AS s").
@@ -328,7 +328,7 @@ func (a *Admin) FindMessage(ctx context.Context, tenant, partitionID string, has
 		sm    ports.StoredMessage
 		found bool
 	)
-	err := a.run(ctx, "find message", func(ctx context.Context, c bun.Conn) error {
+	err := a.read(ctx, "find message", func(ctx context.Context, c bun.Conn) error {
 		return snapshot(ctx, c, func(tx bun.Tx) error {
 			found = false
 			parts, err := loadMsgPartitions(ctx, tx, tenant, []string{partitionID})

@@ -80,7 +80,7 @@ type resListRow struct {
 // ListQueues implements ports.ResourceStore: one statement.
 func (a *Admin) ListQueues(ctx context.Context, tenant string, f ports.ResourceFilter, p ports.ResourcePage) ([]ports.QueueResource, int64, error) {
 	var rows []resListRow
-	err := a.run(ctx, "list queues", func(ctx context.Context, c bun.Conn) error {
+	err := a.read(ctx, "list queues", func(ctx context.Context, c bun.Conn) error {
 		st := newStmt(c)
 		return st.NewRaw(`
 WITH sel AS (?),
@@ -137,7 +137,7 @@ func (a *Admin) QueueDetail(ctx context.Context, tenant, queue string, p ports.R
 		page   []resPartitionRow
 		found  bool
 	)
-	err := a.run(ctx, "queue detail", func(ctx context.Context, c bun.Conn) error {
+	err := a.read(ctx, "queue detail", func(ctx context.Context, c bun.Conn) error {
 		return snapshot(ctx, c, func(tx bun.Tx) error {
 			st := newStmt(tx)
 			err := st.NewSelect().Model(&row).Where("tenant_id = ?::uuid AND name = ?", st.arg(tenant), st.arg(queue)).Scan(ctx)
@@ -202,7 +202,7 @@ func (a *Admin) QueueDepth(ctx context.Context, tenant, queue, group string, p p
 		head resDepthHead
 		page []resDepthRow
 	)
-	err := a.run(ctx, "queue depth", func(ctx context.Context, c bun.Conn) error {
+	err := a.read(ctx, "queue depth", func(ctx context.Context, c bun.Conn) error {
 		return snapshot(ctx, c, func(tx bun.Tx) error {
 			var heads []resDepthHead
 			st := newStmt(tx)
@@ -355,7 +355,7 @@ func (a *Admin) StorageTotals(ctx context.Context) (ports.StorageTotals, error) 
 		Segments     int64 `bun:"segments"`
 		Messages     int64 `bun:"messages"`
 	}
-	err := a.run(ctx, "storage totals", func(ctx context.Context, c bun.Conn) error {
+	err := a.read(ctx, "storage totals", func(ctx context.Context, c bun.Conn) error {
 		return c.NewRaw(`SELECT segment_bytes, segments, messages FROM queen.log_storage_totals_v1()`).Scan(ctx, &t)
 	})
 	if err != nil {

@@ -181,7 +181,7 @@ func (a *Admin) TracesByName(ctx context.Context, tenant, name string, limit, of
 		Total int64 `bun:"total"`
 		traceView
 	}
-	err := a.run(ctx, "traces by name", func(ctx context.Context, c bun.Conn) error {
+	err := a.read(ctx, "traces by name", func(ctx context.Context, c bun.Conn) error {
 		st := newStmt(c)
 		sel := st.NewSelect().
 			TableExpr("queen.message_trace_names AS n").
@@ -225,7 +225,7 @@ func (a *Admin) TracesByName(ctx context.Context, tenant, name string, limit, of
 
 func (a *Admin) readTraces(ctx context.Context, op string, query func(*stmt) *bun.SelectQuery) ([]ports.Trace, error) {
 	var rows []traceView
-	if err := a.run(ctx, op, func(ctx context.Context, c bun.Conn) error {
+	if err := a.read(ctx, op, func(ctx context.Context, c bun.Conn) error {
 		return query(newStmt(c)).Scan(ctx, &rows)
 	}); err != nil {
 		return nil, err
@@ -247,7 +247,7 @@ func (a *Admin) TraceNames(ctx context.Context, tenant string, limit, offset int
 		Messages int64     `bun:"messages"`
 		LastSeen time.Time `bun:"last_seen"`
 	}
-	err := a.run(ctx, "trace names", func(ctx context.Context, c bun.Conn) error {
+	err := a.read(ctx, "trace names", func(ctx context.Context, c bun.Conn) error {
 		st := newStmt(c)
 		grouped := st.NewSelect().
 			TableExpr("queen.message_trace_names AS n").

@@ -39,6 +39,10 @@ type Sources struct {
 	// SyncReplication, when set, reads whether a synchronous standby is attached
 	// (core/replication).
 	SyncReplication func(context.Context) (bool, error)
+	// ReplicaLag, when set, is the replay lag of the standby the admin reads go to
+	// (QUEEN_PG_READ_URL) at its last measurement; false when unknown (core/replication
+	// ReadRouter.Lag).
+	ReplicaLag func() (time.Duration, bool)
 	// Maintenance and PopMaintenance report push and pop maintenance; Spool the spool's
 	// pending and failed records and whether the drain reaches the database.
 	Maintenance    func() bool
@@ -104,6 +108,15 @@ func newRegistry(src Sources) *prometheus.Registry {
 		reg.MustRegister(dbReading{syncReplicationDesc, prometheus.GaugeValue, func(ctx context.Context) (float64, error) {
 			ok, err := src.SyncReplication(ctx)
 			return b2f(ok), err
+		}})
+	}
+	if src.ReplicaLag != nil {
+		reg.MustRegister(dbReading{replicaLagDesc, prometheus.GaugeValue, func(context.Context) (float64, error) {
+			d, ok := src.ReplicaLag()
+			if !ok {
+				return 0, errUnknown
+			}
+			return d.Seconds(), nil
 		}})
 	}
 	if src.Parked != nil {

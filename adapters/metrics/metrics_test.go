@@ -54,6 +54,7 @@ var ownFamilies = map[string]string{
 	"queen_db_commits_total":                   "counter",
 	"queen_pg_oldest_xact_age_seconds":         "gauge",
 	"queen_pg_sync_replication":                "gauge",
+	"queen_pg_replica_lag_seconds":             "gauge",
 	"queen_pop_parked":                         "gauge",
 	"queen_pop_maintenance_mode_enabled":       "gauge",
 	"queen_file_buffer_failed_files":           "gauge",
@@ -179,6 +180,7 @@ func TestReadings(t *testing.T) {
 		{"queen_db_commits_total", nil, 1234},
 		{"queen_pg_oldest_xact_age_seconds", nil, 90},
 		{"queen_pg_sync_replication", nil, 1},
+		{"queen_pg_replica_lag_seconds", nil, 1.5},
 		{"queen_pop_parked", nil, 4},
 		{"queen_maintenance_mode_enabled", nil, 0},
 		{"queen_pop_maintenance_mode_enabled", nil, 1},
@@ -226,6 +228,7 @@ func TestOptionalSources(t *testing.T) {
 		PushLimit:  func() int { return 1 },
 		DBCommits:  func(context.Context) (int64, error) { return 0, errors.New("connection refused") },
 		OldestXact: func(context.Context) (time.Duration, error) { return 0, errors.New("connection refused") },
+		ReplicaLag: func() (time.Duration, bool) { return 0, false },
 	}
 	e := scrape(t, Handler(src))
 	for _, name := range []string{"queen_process_push_requests_total", "queen_fusion_commits_total", "queen_admission_budget"} {
@@ -233,7 +236,7 @@ func TestOptionalSources(t *testing.T) {
 			t.Errorf("required family %s is missing", name)
 		}
 	}
-	for _, name := range []string{"queen_db_commits_total", "queen_pg_oldest_xact_age_seconds", "queen_db_pool_size", "queen_process_pop_requests_total",
+	for _, name := range []string{"queen_db_commits_total", "queen_pg_oldest_xact_age_seconds", "queen_pg_replica_lag_seconds", "queen_db_pool_size", "queen_process_pop_requests_total",
 		"queen_file_buffer_pending", "queen_pop_parked", "queen_hotlist_rings", "queen_retention_cycles_total",
 		"queen_history_flushes_total", "queen_http_requests_total"} {
 		if _, ok := e.value(name, nil); ok {

@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -56,7 +57,12 @@ var (
 		"Age of the oldest transaction holding back vacuum in the broker's PostgreSQL database (any client; 0: none); absent when unreadable. Dead tuples of the hot tables grow behind it: alert when it stays above a few minutes.", nil, nil)
 	syncReplicationDesc = prometheus.NewDesc("queen_pg_sync_replication",
 		"1 while the broker's PostgreSQL has a synchronous standby attached and synchronous_commit waits for it (an acknowledged push survives a failover to that standby), else 0; absent when unreadable.", nil, nil)
+	replicaLagDesc = prometheus.NewDesc("queen_pg_replica_lag_seconds",
+		"Replay lag of the standby that answers the admin and dashboard reads (QUEEN_PG_READ_URL), measured every second: 0 when it replayed the primary's current WAL position; absent when it does not answer. Above QUEEN_READ_MAX_LAG_MS the reads answer from the primary.", nil, nil)
 )
+
+// errUnknown is a reading that has no value now.
+var errUnknown = errors.New("unknown")
 
 func (c dbReading) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
 

@@ -193,6 +193,7 @@ func fullSources() Sources {
 		DBCommits:       func(context.Context) (int64, error) { return 1234, nil },
 		OldestXact:      func(context.Context) (time.Duration, error) { return 90 * time.Second, nil },
 		SyncReplication: func(context.Context) (bool, error) { return true, nil },
+		ReplicaLag:      func() (time.Duration, bool) { return 1500 * time.Millisecond, true },
 		Maintenance:     func() bool { return false },
 		PopMaintenance:  func() bool { return true },
 		Spool: func() drain.Status {

@@ -292,3 +292,55 @@ func NewCluster(t testing.TB) string {
 	})
 	return s.URL()
 }
+
+// Standby is a streaming standby a test started (NewStandby).
+type Standby struct {
+	// URL is the standby's URL for the primary URL's database: read-only sessions that
+	// see the primary's commits as the standby replays them.
+	URL string
+	srv *pglocal.Server
+}
+
+// Stop stops the standby before the test's end (a replica that goes away); the cleanup
+// then has nothing left to do.
+func (s *Standby) Stop(t testing.TB) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := s.srv.Stop(ctx); err != nil {
+		t.Fatalf("pgtest: stop the standby: %v", err)
+	}
+}
+
+// NewStandby starts a streaming standby of the server at primaryURL (a URL this package
+// gave: NewCluster's, or a database's on it; a standby copies the whole cluster, so a
+// test's own NewCluster keeps the copy small) on its own port. It is stopped and removed
+// at the test's cleanup; without PostgreSQL binaries it fails the test.
+func NewStandby(t testing.TB, primaryURL string) *Standby {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	u, err := url.Parse(primaryURL)
+	if err != nil || u.Scheme != "postgres" && u.Scheme != "postgresql" {
+		t.Fatalf("pgtest: NewStandby: %q is not a postgres:// URL", primaryURL)
+	}
+	s, err := pglocal.StartStandby(ctx, primaryURL, filepath.Join(t.TempDir(), "standby"), pglocal.Options{
+		MaxConnections: 300, // at least the primary's: a hot standby refuses fewer
+		Logger:         slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))})
+	if err != nil {
+		t.Fatalf("pgtest: NewStandby: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := s.Stop(ctx); err != nil {
+			t.Errorf("pgtest: stop the test's standby: %v", err)
+		}
+	})
+	su, err := url.Parse(s.URL())
+	if err != nil {
+		t.Fatalf("pgtest: NewStandby: %v", err)
+	}
+	su.Path, su.RawPath = u.Path, u.RawPath
+	return &Standby{URL: su.String(), srv: s}
+}
