@@ -208,9 +208,11 @@ var rootTests = []string{"deps_test.go", "docrefs_test.go"}
 // the load tool's client-side library and verifier (the ordered-pipeline test drives
 // the broker over HTTP with them, as queen-bench does), the log capture of the tests
 // (internal/syncbuf), the in-process broker start (internal/brokertest: the broker's
-// public constructor, as queen-server calls it), and the OpenAPI validator.
+// public constructor, as queen-server calls it), the TCP proxy that cuts or freezes a
+// database for one broker (internal/netproxy), and the OpenAPI validator.
 var e2eAllowed = []string{module, module + "/config", module + "/adapters/pglocal/pgtest", "go.uber.org/goleak",
 	module + "/bench/load", module + "/bench/verify", module + "/internal/syncbuf", module + "/internal/brokertest",
+	module + "/internal/netproxy",
 	// The OpenAPI check of every exchange (e2e/openapi_test.go): a client-side validator.
 	"github.com/pb33f/libopenapi", "github.com/pb33f/libopenapi-validator",
 	"github.com/pb33f/libopenapi-validator/config", "github.com/pb33f/libopenapi-validator/errors",
