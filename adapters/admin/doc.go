@@ -10,6 +10,9 @@
 // installed, never created). The hot path (push, pop, ack) stays in adapters/postgres on
 // pgx; this package is the only one that imports bun, and it never imports pgx: it is
 // handed a *sql.DB (adapters/postgres Store.DB) built on the same pool.
+// With Options.Replica (QUEEN_PG_READ_URL) the reads replica.go lists run on a standby
+// while Options.UseReplica says so (core/replication ReadRouter); every write, and every
+// read a write depends on, stays on the primary.
 //
 // Invariants:
 //

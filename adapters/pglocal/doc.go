@@ -8,6 +8,9 @@
 // /usr/lib/postgresql/*/bin, where Debian and Ubuntu put them), initialises the data directory with
 // initdb when it holds no cluster yet, starts postgres as a child process listening on 127.0.0.1 only,
 // and returns once the server accepts connections. Stop shuts it down (fast shutdown) and waits for it.
+// StartStandby does the same for a streaming standby of a running server: pg_basebackup -R copies
+// the primary into the data directory (as the server user), then the copy starts as Start starts
+// a server, on its own port.
 //
 // # Invariants
 //

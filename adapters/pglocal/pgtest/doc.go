@@ -7,7 +7,8 @@
 // without seeing each other's data; NewDatabaseWith does the same with per-database defaults
 // (ALTER DATABASE ... SET), for a test that needs a database configured unlike the server (as
 // legacy databases are: standard_conforming_strings = off). NewCluster starts a second cluster of
-// the test's own (a multi-host connection string needs two servers). Server returns the admin URL
+// the test's own (a multi-host connection string needs two servers); NewStandby starts a streaming
+// standby of a cluster (pglocal.StartStandby), for the reads from replicas. Server returns the admin URL
 // of the server in use, for benchmarks that compare with raw inserts. StoredMessages decodes what a broker stored for a
 // queue, for the rare black-box test whose promise is about the stored bytes themselves
 // (encryption at rest). Main wraps m.Run and stops what this package started:
