@@ -3,7 +3,7 @@ package queen
 import (
 	"context"
 	"database/sql"
-	"errors"
+	"fmt"
 	"log/slog"
 
 	"github.com/queen-go/queen/adapters/admin"
@@ -37,7 +37,7 @@ func ProvideAdminDB(ctx context.Context, store *postgres.Store, cfg config.Confi
 		})
 		if err != nil {
 			_ = dbs.Primary.Close()
-			return AdminDB{}, nil, errors.New("QUEEN_PG_READ_URL: " + err.Error())
+			return AdminDB{}, nil, fmt.Errorf("QUEEN_PG_READ_URL: %w", err)
 		}
 		dbs.Replica = replica.DB()
 	}

@@ -43,8 +43,8 @@ type ReplicaReader interface {
 type ReadTarget int
 
 const (
-	OnPrimary ReadTarget = iota
-	OnReplica
+	OnPrimary ReadTarget = iota // QUEEN_PG_URL
+	OnReplica                   // QUEEN_PG_READ_URL
 )
 
 func (t ReadTarget) String() string {
