@@ -8,7 +8,7 @@ STATICCHECK := $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 QUEEN_BENCH_SECONDS ?= 10
 export QUEEN_BENCH_SECONDS
 
-.PHONY: all build lambda run test check wire-check bench bench-consume bench-ack bench-restart bench-pipeline bench-pinned bench-latency bench-allocator bench-rtt bench-hotlist bench-admin bench-retention bench-history faults soak generate vet clean
+.PHONY: all build lambda run test check wire-check bench bench-consume bench-ack bench-restart bench-pipeline bench-pinned bench-latency bench-allocator bench-rtt bench-hotlist bench-admin bench-retention bench-history faults soak ha-up ha-down generate vet clean
 
 all: build
 
@@ -140,6 +140,18 @@ faults:
 # script). Exits non-zero on FAIL; prints the directory holding soak.csv and the logs.
 soak: build
 	./scripts/soak.sh
+
+# A replicated PostgreSQL as operators run it, by hand: etcd and three PostgreSQL nodes under
+# Patroni on loopback ports (HA_DIR, default /tmp/queen-ha; HA_MODE=sync|async, HA_BASE_PORT,
+# ...: see scripts/ha.sh). ha-up prints the QUEEN_PG_URL to start queen-server with;
+# `patronictl -c $(HA_DIR)/node1/patroni.yml list` shows the cluster. Needs patroni and
+# etcd-server (Debian packages).
+HA_DIR ?= /tmp/queen-ha
+ha-up:
+	./scripts/ha.sh up $(HA_DIR)
+
+ha-down:
+	./scripts/ha.sh down $(HA_DIR)
 
 # Regenerate wire_gen.go from wire.go (commit the result).
 generate:

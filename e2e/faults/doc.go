@@ -33,7 +33,13 @@
 // control, F1 and F3; targeted_test.go the faults of make test that need no load or
 // check more than the verifier (F9, F11, F12, F14, F16, F17, F22); l2_test.go L2, whose
 // copiers are this test binary re-executed (QUEEN_FAULTS_COPIER), so that kill -9 is
-// real; matrix_test.go the rest of docs/reliability.md's matrix, which only make faults runs.
+// real; matrix_test.go the rest of docs/reliability.md's matrix, which only make faults
+// runs; failover_test.go the failovers of a Patroni cluster (ha_test.go: scripts/ha.sh's
+// etcd and three PostgreSQL nodes, each behind an internal/netproxy proxy for the brokers
+// and one on its Patroni's way to etcd, so that a test can partition a node), whose
+// planned switchover runs in make test; they need patroni and etcd (QUEEN_SKIP_HA=1
+// skips them). Their second table: the longest time without a queued answer, pushes
+// spooled, redeliveries.
 // docs/reliability.md holds the table of a whole run and what the runs found.
 //
 // TestMain prints the table of every scenario that ran (fault, acknowledged, delivered,
@@ -44,7 +50,8 @@
 // # The import rule
 //
 // Like e2e/, the scenarios speak to the broker over HTTP only (bench/load's client); in
-// addition they may use pgx to read the database for the invariants, and
-// adapters/pglocal to run the cluster they break. The root package's dependency test
+// addition they may use pgx to read the database for the invariants,
+// adapters/pglocal to run the cluster they break, and internal/netproxy to cut a
+// Patroni node off. The root package's dependency test
 // enforces it.
 package faults

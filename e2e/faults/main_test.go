@@ -4,11 +4,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/queen-go/queen/bench/load"
 	"github.com/queen-go/queen/bench/verify"
 	"go.uber.org/goleak"
 )
@@ -84,10 +86,69 @@ type result struct {
 	Pass         bool
 }
 
+// failoverRow is one row of the failover table (docs/reliability.md, "Failover").
+type failoverRow struct {
+	Fault        string
+	Acknowledged int64
+	NoQueued     time.Duration // the longest stretch without a queued answer, from the fault on
+	Spooled      int64         // items answered buffered (each replayed: the drain empties the spool)
+	Redeliveries int64
+	Lost         int64
+	Violations   int64
+	StoredDups   int64
+	Verdict      string // PASS, FAIL, or measured (a loss documented, not judged)
+}
+
 var (
 	resultsMu sync.Mutex
 	results   []result
+	failovers []failoverRow
 )
+
+// recordFailover adds a failover scenario's row: its verifier report and what its load
+// saw from injected on. It returns the row's longest stretch without a queued answer.
+func recordFailover(fault string, rep verify.FaultReport, r *load.FaultRun, injected time.Time, measured bool) time.Duration {
+	row := failoverRow{Fault: fault, Spooled: r.Ledger.Count("buffered"), Verdict: "PASS",
+		NoQueued: longestWithoutQueued(r.PushSamples(injected, time.Now().Add(time.Hour)), injected)}
+	for i, g := range rep.Groups {
+		if i == 0 {
+			row.Acknowledged = g.Acknowledged
+		}
+		row.Redeliveries += g.Redeliveries
+		row.Lost += g.Lost
+		row.Violations += g.Violations
+		row.StoredDups += g.StoredDuplicates
+	}
+	switch {
+	case measured:
+		row.Verdict = "measured"
+	case !rep.Pass:
+		row.Verdict = "FAIL"
+	}
+	resultsMu.Lock()
+	failovers = append(failovers, row)
+	resultsMu.Unlock()
+	return row.NoQueued
+}
+
+// longestWithoutQueued is the longest time from since, or from a queued answer, to the
+// next queued answer (a push whose items were all answered queued), over samples of
+// pushes begun after since.
+func longestWithoutQueued(samples []load.PushSample, since time.Time) time.Duration {
+	var done []time.Time
+	for _, s := range samples {
+		if s.OK && !s.Buffered {
+			done = append(done, s.At.Add(s.Took))
+		}
+	}
+	slices.SortFunc(done, time.Time.Compare)
+	longest, prev := time.Duration(0), since
+	for _, at := range done {
+		longest = max(longest, at.Sub(prev))
+		prev = at
+	}
+	return longest
+}
 
 // record adds a scenario's row from its verifier report.
 func record(fault string, rep verify.FaultReport, recovery time.Duration, pass bool) {
@@ -118,7 +179,7 @@ func recordTargeted(fault string, acknowledged, delivered int64, recovery time.D
 func printResults() {
 	resultsMu.Lock()
 	defer resultsMu.Unlock()
-	if len(results) == 0 {
+	if len(results)+len(failovers) == 0 {
 		return
 	}
 	var b strings.Builder
@@ -135,6 +196,14 @@ func printResults() {
 		}
 		fmt.Fprintf(&b, "| %s | %d | %d | %d | %d | %d | %s | %s |\n", r.Fault, r.Acknowledged, r.Delivered, r.Lost,
 			r.Violations, r.StoredDups, rec, verdict)
+	}
+	if len(failovers) > 0 {
+		b.WriteString("\n| failover | acknowledged | longest without queued | spooled (all replayed) | redeliveries | lost | order violations | stored duplicates | verdict |\n")
+		b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---|\n")
+		for _, r := range failovers {
+			fmt.Fprintf(&b, "| %s | %d | %s | %d | %d | %d | %d | %d | %s |\n", r.Fault, r.Acknowledged,
+				r.NoQueued.Round(10*time.Millisecond), r.Spooled, r.Redeliveries, r.Lost, r.Violations, r.StoredDups, r.Verdict)
+		}
 	}
 	fmt.Print("\n" + b.String())
 	if path := os.Getenv(tableEnv); path != "" {

@@ -22,6 +22,14 @@ type scenario struct {
 	warm   time.Duration     // load before the fault
 	after  time.Duration     // load after the fault
 	inject func(t *testing.T, f *faultRun) time.Duration
+	// db is the scenario's database ("": a fresh one on the package's cluster).
+	db string
+	// measure: the verifier's and the invariants' findings are recorded, not failures
+	// (a fault whose loss is documented, not promised away: asynchronous failover).
+	measure bool
+	// failover adds the row to the failover table (time without queued answers, pushes
+	// spooled, redeliveries).
+	failover bool
 }
 
 // faultRun is what an injector works with.
@@ -34,7 +42,10 @@ type faultRun struct {
 
 // runScenario runs s and records its row; the test fails on any broken promise.
 func runScenario(t *testing.T, s scenario) {
-	db := pg.newDatabase(t)
+	db := s.db
+	if db == "" {
+		db = pg.newDatabase(t)
+	}
 	b := startBrokerTmpfs(t, db, s.env, s.tmpfs)
 	var other *brokerProc
 	if s.second {
@@ -48,6 +59,7 @@ func runScenario(t *testing.T, s scenario) {
 	t.Cleanup(r.Stop)
 	time.Sleep(s.warm) // load runs: the fault hits a broker under traffic
 	recovery := time.Duration(0)
+	injected := time.Now()
 	if s.inject != nil {
 		recovery = s.inject(t, &faultRun{db: db, broker: b, other: other, load: r})
 	}
@@ -56,6 +68,14 @@ func runScenario(t *testing.T, s scenario) {
 	rep := r.Verify()
 	for _, err := range r.Errors() {
 		t.Error(err)
+	}
+	if s.failover {
+		// Recovered: queued answers flowing again after the longest stretch without one.
+		recovery = recordFailover(s.name, rep, r, injected, s.measure)
+	}
+	if s.measure {
+		t.Logf("%s (measured, not judged): drain %v, push errors %d\n%s", s.name, took.Round(time.Millisecond), r.PushErrors(), rep)
+		return
 	}
 	pass := !t.Failed()
 	if backlog := b.spoolBacklog(); len(backlog) > 0 {
