@@ -110,15 +110,9 @@ var (
 func recordFailover(fault string, rep verify.FaultReport, r *load.FaultRun, injected time.Time, measured bool) time.Duration {
 	row := failoverRow{Fault: fault, Spooled: r.Ledger.Count("buffered"), Verdict: "PASS",
 		NoQueued: longestWithoutQueued(r.PushSamples(injected, time.Now().Add(time.Hour)), injected)}
-	for i, g := range rep.Groups {
-		if i == 0 {
-			row.Acknowledged = g.Acknowledged
-		}
-		row.Redeliveries += g.Redeliveries
-		row.Lost += g.Lost
-		row.Violations += g.Violations
-		row.StoredDups += g.StoredDuplicates
-	}
+	sum := totals(rep)
+	row.Acknowledged, row.Redeliveries, row.Lost = sum.Acknowledged, sum.Redeliveries, sum.Lost
+	row.Violations, row.StoredDups = sum.Violations, sum.StoredDuplicates
 	switch {
 	case measured:
 		row.Verdict = "measured"
@@ -150,18 +144,28 @@ func longestWithoutQueued(samples []load.PushSample, since time.Time) time.Durat
 	return longest
 }
 
-// record adds a scenario's row from its verifier report.
-func record(fault string, rep verify.FaultReport, recovery time.Duration, pass bool) {
-	r := result{Fault: fault, Recovery: recovery, Pass: pass && rep.Pass}
+// totals adds up the report's groups: the counts of every group summed, the
+// acknowledged count (the same ledger for all) once.
+func totals(rep verify.FaultReport) verify.FaultCounts {
+	var sum verify.FaultCounts
 	for i, g := range rep.Groups {
 		if i == 0 {
-			r.Acknowledged = g.Acknowledged
+			sum.Acknowledged = g.Acknowledged
 		}
-		r.Delivered += g.Unique
-		r.Lost += g.Lost
-		r.Violations += g.Violations
-		r.StoredDups += g.StoredDuplicates
+		sum.Unique += g.Unique
+		sum.Redeliveries += g.Redeliveries
+		sum.Lost += g.Lost
+		sum.Violations += g.Violations
+		sum.StoredDuplicates += g.StoredDuplicates
 	}
+	return sum
+}
+
+// record adds a scenario's row from its verifier report.
+func record(fault string, rep verify.FaultReport, recovery time.Duration, pass bool) {
+	sum := totals(rep)
+	r := result{Fault: fault, Recovery: recovery, Pass: pass && rep.Pass, Acknowledged: sum.Acknowledged,
+		Delivered: sum.Unique, Lost: sum.Lost, Violations: sum.Violations, StoredDups: sum.StoredDuplicates}
 	resultsMu.Lock()
 	results = append(results, r)
 	resultsMu.Unlock()
@@ -183,8 +187,10 @@ func printResults() {
 		return
 	}
 	var b strings.Builder
-	b.WriteString("| fault | acknowledged | delivered (first, all groups) | lost | order violations | stored duplicates | time to recover | verdict |\n")
-	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---|\n")
+	if len(results) > 0 {
+		b.WriteString("| fault | acknowledged | delivered (first, all groups) | lost | order violations | stored duplicates | time to recover | verdict |\n")
+		b.WriteString("|---|---:|---:|---:|---:|---:|---:|---|\n")
+	}
 	for _, r := range results {
 		rec := "-"
 		if r.Recovery > 0 {
