@@ -82,12 +82,23 @@ func initCluster(ctx context.Context, binDir, dir string, u *serverUser, log *sl
 		return nil
 	}
 	began := time.Now()
-	cmd := exec.CommandContext(ctx, filepath.Join(binDir, "initdb"),
-		"-D", dir, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--locale=C")
+	// On cancellation initdb is asked to stop, so that it removes what it wrote (a
+	// half-made cluster would look reusable next time).
+	if err := runTool(ctx, binDir, dir, u, "initdb", "-D", dir, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--locale=C"); err != nil {
+		return err
+	}
+	log.Info("pglocal: initialised cluster", "dir", dir, "version", versionOf(dir), "took", time.Since(began).Round(time.Millisecond))
+	return nil
+}
+
+// runTool runs one of PostgreSQL's programs (initdb, pg_basebackup) as the server user
+// in dir and appends its output to the server log there. On ctx's end it is asked to
+// stop (SIGTERM: it cleans up what it wrote) and killed only if it does not exit within
+// 10 s.
+func runTool(ctx context.Context, binDir, dir string, u *serverUser, name string, args ...string) error {
+	cmd := exec.CommandContext(ctx, filepath.Join(binDir, name), args...)
 	cmd.Dir = dir // our own working directory may be unreachable for the server user
 	cmd.SysProcAttr = u.procAttr(false)
-	// On cancellation, ask initdb to stop so it removes what it wrote (a half-made cluster would
-	// look reusable next time); kill it only if it does not exit by itself.
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = 10 * time.Second
 	var out bytes.Buffer
@@ -96,9 +107,8 @@ func initCluster(ctx context.Context, binDir, dir string, u *serverUser, log *sl
 		if cerr := ctx.Err(); cerr != nil {
 			err = fmt.Errorf("%w: %w", cerr, err)
 		}
-		return fmt.Errorf("pglocal: initdb %s: %w\n%s", dir, err, tail(out.Bytes(), 20))
+		return fmt.Errorf("pglocal: %s %s: %w\n%s", name, dir, err, tail(out.Bytes(), 20))
 	}
-	log.Info("pglocal: initialised cluster", "dir", dir, "version", versionOf(dir), "took", time.Since(began).Round(time.Millisecond))
 	return appendToLog(dir, u, out.Bytes())
 }
 

@@ -1,13 +1,7 @@
 package pglocal
 
 import (
-	"bytes"
 	"context"
-	"fmt"
-	"os/exec"
-	"path/filepath"
-	"syscall"
-	"time"
 )
 
 // StartStandby starts a streaming standby of the running server at primaryURL in
@@ -43,21 +37,8 @@ func StartStandby(ctx context.Context, primaryURL, dataDir string, opts Options)
 	return Start(ctx, dir, opts)
 }
 
-// baseBackup copies the primary at primaryURL into the empty directory dir.
+// baseBackup copies the primary at primaryURL into the empty directory dir, with the
+// settings that make it a standby of that primary (-R).
 func baseBackup(ctx context.Context, binDir, primaryURL, dir string, u *serverUser) error {
-	cmd := exec.CommandContext(ctx, filepath.Join(binDir, "pg_basebackup"),
-		"-d", primaryURL, "-D", dir, "-R", "-X", "stream", "-c", "fast")
-	cmd.Dir = dir // our own working directory may be unreachable for the server user
-	cmd.SysProcAttr = u.procAttr(false)
-	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
-	cmd.WaitDelay = 10 * time.Second
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Run(); err != nil {
-		if cerr := ctx.Err(); cerr != nil {
-			err = fmt.Errorf("%w: %w", cerr, err)
-		}
-		return fmt.Errorf("pglocal: pg_basebackup into %s: %w\n%s", dir, err, tail(out.Bytes(), 20))
-	}
-	return appendToLog(dir, u, out.Bytes())
+	return runTool(ctx, binDir, dir, u, "pg_basebackup", "-d", primaryURL, "-D", dir, "-R", "-X", "stream", "-c", "fast")
 }
