@@ -97,6 +97,9 @@
 //     one index range, a literal prefix a sub-range), read and written by streams cycles
 //     (adapters/postgres streams.go; no function: the statements are small and typed).
 //
+//   - 017_twophase.sql: xact_decisions, the decision log of transactions that span
+//     shards (core/twophase): one outcome per gid, the first written wins.
+//
 // 008_upgrade.sql changes databases created by older versions of these files (guarded,
 // so it does nothing on a current database).
 //

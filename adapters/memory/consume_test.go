@@ -18,6 +18,7 @@ func consumeFixture(t *testing.T) porttest.ConsumeFixture {
 		Consume:      s,
 		Transactions: s,
 		Streams:      s,
+		TwoPhase:     s,
 		Configure: func(_ *testing.T, tenant string, cfg ports.QueueConfig) {
 			s.SetQueueConfig(tenant, cfg)
 		},
@@ -47,6 +48,14 @@ func TestConsumeStoreConformance(t *testing.T) {
 
 func TestTransactionStoreConformance(t *testing.T) {
 	porttest.TransactionStore(t, consumeFixture)
+}
+
+func TestTwoPhaseStoreConformance(t *testing.T) {
+	porttest.TwoPhaseStore(t, consumeFixture)
+}
+
+func TestDecisionLogConformance(t *testing.T) {
+	porttest.DecisionLog(t, func(*testing.T) ports.DecisionLog { return &Decisions{} })
 }
 
 func TestHotlistStoreConformance(t *testing.T) {

@@ -58,6 +58,9 @@ type Store struct {
 	orphans map[string]*queue
 	// streams is the ports.StreamStore state (streams.go); nil until used.
 	streams *streams
+	// prepared are the ports.TwoPhaseStore transactions prepared and not resolved
+	// (twophase.go), by gid; nil until used.
+	prepared map[string]preparedTxn
 	// retained is the metrics history retention purges (retention_history.go); nil until
 	// used.
 	retained *retainedHistory

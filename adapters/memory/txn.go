@@ -59,6 +59,18 @@ func (s *Store) Transaction(_ context.Context, segs []ports.Segment, acks []port
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	pushed, acked, _, updates, err := s.transact(segs, acks, hint)
+	if err != nil {
+		return nil, nil, err
+	}
+	s.applyAck(updates)
+	return pushed, acked, nil
+}
+
+// transact runs a transaction's pushes (Transaction's rules) and plans its acks: on a
+// rollback the store is as it was; otherwise the pushes are stored (j undoes them) and
+// the acks' updates are the caller's to apply. Callers hold s.mu.
+func (s *Store) transact(segs []ports.Segment, acks []ports.AckItem, hint string) ([]ports.SegmentResult, []ports.AckResult, *journal, []ackUpdate, error) {
 	now := s.Now()
 	j := &journal{marks: make(map[*partition]mark), seq: s.seq}
 	var pushed []ports.SegmentResult
@@ -70,25 +82,27 @@ func (s *Store) Transaction(_ context.Context, segs []ports.Segment, acks []port
 		for i, r := range pushed {
 			if r.Status == ports.SegmentEncrypted {
 				s.undo(j)
-				return nil, nil, ports.PlainRefusal(segs[i])
+				return nil, nil, nil, nil, ports.PlainRefusal(segs[i])
 			}
 			if r.Status == ports.SegmentDuplicate {
 				s.undo(j)
-				return nil, nil, &ports.RollbackError{Reason: "duplicate", Msg: fmt.Sprintf(
+				return nil, nil, nil, nil, &ports.RollbackError{Reason: "duplicate", Msg: fmt.Sprintf(
 					"QDUP transactionId already exists in partition %s/%s (frame %d); transaction rolled back",
 					segs[i].Queue, segs[i].Partition, r.Dups[0].Index)}
 			}
 		}
 	}
-	var acked []ports.AckResult
+	var (
+		acked   []ports.AckResult
+		updates []ackUpdate
+	)
 	if len(acks) > 0 {
-		res, updates, rb := s.planAck(acks, true, hint, now)
+		res, planned, rb := s.planAck(acks, true, hint, now)
 		if rb != nil {
 			s.undo(j)
-			return nil, nil, rb
+			return nil, nil, nil, nil, rb
 		}
-		s.applyAck(updates)
-		acked = res
+		acked, updates = res, planned
 	}
-	return pushed, acked, nil
+	return pushed, acked, j, updates, nil
 }

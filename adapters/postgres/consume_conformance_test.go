@@ -20,6 +20,7 @@ func consumeFixture(t *testing.T) porttest.ConsumeFixture {
 		Consume:      s,
 		Transactions: s,
 		Streams:      s,
+		TwoPhase:     s,
 		Configure: func(t *testing.T, tenant string, cfg ports.QueueConfig) {
 			t.Helper()
 			o := cfg.QueueOptions

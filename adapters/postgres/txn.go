@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -22,39 +23,13 @@ func (s *Store) Transaction(ctx context.Context, segs []ports.Segment, acks []po
 		rb     *ports.RollbackError
 	)
 	err := s.runAgainIfUndone(ctx, "transaction", func(ctx context.Context, c *pgxpool.Conn) error {
-		pushed, acked, rb = nil, nil, nil
 		tx, err := c.Begin(ctx)
 		if err != nil {
 			return err
 		}
 		defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-		if len(segs) > 0 {
-			if pushed, err = pushBundle(ctx, tx, segs); err != nil {
-				return err
-			}
-			for i, r := range pushed {
-				if r.Status == ports.SegmentEncrypted {
-					rb = ports.PlainRefusal(segs[i])
-					return nil
-				}
-				if r.Status == ports.SegmentDuplicate {
-					rb = &ports.RollbackError{Reason: "duplicate", Msg: fmt.Sprintf(
-						"QDUP transactionId already exists in partition %s/%s (frame %d); transaction rolled back",
-						segs[i].Queue, segs[i].Partition, r.Dups[0].Index)}
-					return nil
-				}
-			}
-		}
-		if len(acks) > 0 {
-			acked, err = ackQuery(ctx, tx, acks, true, hint)
-			var pgErr *pgconn.PgError
-			if errors.As(err, &pgErr) && (strings.HasPrefix(pgErr.Message, "QTXN") || strings.HasPrefix(pgErr.Message, "QLEASE")) {
-				rb = &ports.RollbackError{Reason: "ack_rejected", Msg: pgErr.Message}
-				return nil
-			}
-			if err != nil {
-				return err
-			}
+		if pushed, acked, rb, err = applyTransaction(ctx, tx, segs, acks, hint); err != nil || rb != nil {
+			return err
 		}
 		return tx.Commit(ctx)
 	})
@@ -65,4 +40,36 @@ func (s *Store) Transaction(ctx context.Context, segs []ports.Segment, acks []po
 		return nil, nil, rb
 	}
 	return pushed, acked, nil
+}
+
+// applyTransaction runs a transaction's pushes and then its acks in tx; a *RollbackError
+// (with no error) is a rollback the client caused, after which tx must not commit.
+func applyTransaction(ctx context.Context, tx pgx.Tx, segs []ports.Segment, acks []ports.AckItem, hint string) (
+	pushed []ports.SegmentResult, acked []ports.AckResult, rb *ports.RollbackError, err error) {
+	if len(segs) > 0 {
+		if pushed, err = pushBundle(ctx, tx, segs); err != nil {
+			return nil, nil, nil, err
+		}
+		for i, r := range pushed {
+			if r.Status == ports.SegmentEncrypted {
+				return nil, nil, ports.PlainRefusal(segs[i]), nil
+			}
+			if r.Status == ports.SegmentDuplicate {
+				return nil, nil, &ports.RollbackError{Reason: "duplicate", Msg: fmt.Sprintf(
+					"QDUP transactionId already exists in partition %s/%s (frame %d); transaction rolled back",
+					segs[i].Queue, segs[i].Partition, r.Dups[0].Index)}, nil
+			}
+		}
+	}
+	if len(acks) > 0 {
+		acked, err = ackQuery(ctx, tx, acks, true, hint)
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && (strings.HasPrefix(pgErr.Message, "QTXN") || strings.HasPrefix(pgErr.Message, "QLEASE")) {
+			return nil, nil, &ports.RollbackError{Reason: "ack_rejected", Msg: pgErr.Message}, nil
+		}
+		if err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	return pushed, acked, nil, nil
 }

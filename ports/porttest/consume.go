@@ -20,6 +20,7 @@ type ConsumeFixture struct {
 	Consume      ports.ConsumeStore
 	Transactions ports.TransactionStore // needed by the TransactionStore suite only
 	Streams      ports.StreamStore      // needed by the StreamStore suite only
+	TwoPhase     ports.TwoPhaseStore    // needed by the TwoPhaseStore suite only
 	// Configure creates the queue cfg.Name when needed and sets every option to cfg's
 	// value, marking the queue configured (as a replace-mode /api/v1/configure does).
 	Configure func(t *testing.T, tenant string, cfg ports.QueueConfig)

@@ -134,6 +134,9 @@ func startCluster() (*pglocal.Server, string, error) {
 	defer cancel()
 	s, err := pglocal.Start(ctx, filepath.Join(dir, "data"), pglocal.Options{
 		MaxConnections: 300,
+		// Two-phase commit (transactions across shards) needs slots for prepared
+		// transactions; 50 bound their shared memory.
+		Settings: map[string]string{"max_prepared_transactions": "50"},
 		// Only problems are worth printing in the middle of test output.
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})

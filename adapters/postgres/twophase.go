@@ -1,0 +1,132 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/queen-go/queen/ports"
+)
+
+var (
+	_ ports.TwoPhaseStore = (*Store)(nil)
+	_ ports.DecisionLog   = (*Store)(nil)
+)
+
+// undefinedObject is SQLSTATE 42704: COMMIT PREPARED or ROLLBACK PREPARED of a gid
+// that is not prepared (resolved already).
+const undefinedObject = "42704"
+
+// Prepare implements ports.TwoPhaseStore: Transaction's statements, then PREPARE
+// TRANSACTION instead of COMMIT. The server needs max_prepared_transactions > 0.
+func (s *Store) Prepare(ctx context.Context, gid string, segs []ports.Segment, acks []ports.AckItem, hint string) ([]ports.SegmentResult, []ports.AckResult, error) {
+	var (
+		pushed []ports.SegmentResult
+		acked  []ports.AckResult
+		rb     *ports.RollbackError
+	)
+	err := s.runAgainIfUndone(ctx, "prepare transaction", func(ctx context.Context, c *pgxpool.Conn) error {
+		tx, err := c.Begin(ctx)
+		if err != nil {
+			return err
+		}
+		defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+		if pushed, acked, rb, err = applyTransaction(ctx, tx, segs, acks, hint); err != nil || rb != nil {
+			return err
+		}
+		// PREPARE ends the session's transaction: the deferred ROLLBACK finds none.
+		_, err = tx.Exec(ctx, "PREPARE TRANSACTION "+quoteLiteral(gid))
+		return err
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	if rb != nil {
+		return nil, nil, rb
+	}
+	return pushed, acked, nil
+}
+
+// CommitPrepared implements ports.TwoPhaseStore.
+func (s *Store) CommitPrepared(ctx context.Context, gid string) error {
+	return s.resolvePrepared(ctx, "COMMIT PREPARED ", gid)
+}
+
+// RollbackPrepared implements ports.TwoPhaseStore.
+func (s *Store) RollbackPrepared(ctx context.Context, gid string) error {
+	return s.resolvePrepared(ctx, "ROLLBACK PREPARED ", gid)
+}
+
+func (s *Store) resolvePrepared(ctx context.Context, stmt, gid string) error {
+	return s.run(ctx, "resolve prepared transaction", func(ctx context.Context, c *pgxpool.Conn) error {
+		_, err := c.Exec(ctx, stmt+quoteLiteral(gid))
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == undefinedObject {
+			return nil // resolved already
+		}
+		return err
+	})
+}
+
+// InDoubt implements ports.TwoPhaseStore: the database's prepared transactions under
+// prefix, prepared before before.
+func (s *Store) InDoubt(ctx context.Context, prefix string, before time.Time) ([]string, error) {
+	var gids []string
+	err := s.run(ctx, "prepared transactions", func(ctx context.Context, c *pgxpool.Conn) error {
+		rows, err := c.Query(ctx, `SELECT gid FROM pg_prepared_xacts
+			WHERE database = current_database() AND starts_with(gid, $1) AND prepared < $2 ORDER BY gid`, prefix, before)
+		if err != nil {
+			return err
+		}
+		gids, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		return err
+	})
+	return gids, err
+}
+
+// Decide implements ports.DecisionLog on queen.xact_decisions.
+func (s *Store) Decide(ctx context.Context, gid string, commit bool) (bool, error) {
+	var recorded bool
+	err := s.run(ctx, "decide", func(ctx context.Context, c *pgxpool.Conn) error {
+		// The insert and, when another outcome was there first, its read in one
+		// statement (a row inserted by this statement is invisible to its own SELECT).
+		// An outcome committed by another session while this one waited on its key is
+		// invisible to the statement's snapshot too: no row; the next run sees it.
+		for range 3 {
+			err := c.QueryRow(ctx, `WITH ins AS (
+					INSERT INTO queen.xact_decisions (gid, commit) VALUES ($1, $2)
+					ON CONFLICT (gid) DO NOTHING RETURNING commit)
+				SELECT commit FROM ins UNION ALL SELECT commit FROM queen.xact_decisions WHERE gid = $1 LIMIT 1`,
+				gid, commit).Scan(&recorded)
+			if !errors.Is(err, pgx.ErrNoRows) {
+				return err
+			}
+		}
+		return fmt.Errorf("no outcome readable after three tries")
+	})
+	if err != nil {
+		return false, fmt.Errorf("postgres: decide %s: %w", gid, err)
+	}
+	return recorded, nil
+}
+
+// quoteLiteral is s as an SQL string literal (PREPARE TRANSACTION and its resolution
+// take no parameters); standard_conforming_strings is on, so only quotes are doubled.
+func quoteLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+
+// Expire implements ports.DecisionLog.
+func (s *Store) Expire(ctx context.Context, before time.Time) (int, error) {
+	var n int64
+	err := s.run(ctx, "expire decisions", func(ctx context.Context, c *pgxpool.Conn) error {
+		tag, err := c.Exec(ctx, `DELETE FROM queen.xact_decisions WHERE decided_at < $1`, before)
+		n = tag.RowsAffected()
+		return err
+	})
+	return int(n), err
+}
