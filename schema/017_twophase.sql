@@ -9,4 +9,9 @@ CREATE TABLE IF NOT EXISTS queen.xact_decisions (
     decided_at timestamptz NOT NULL DEFAULT now()
 );
 
-CREATE INDEX IF NOT EXISTS xact_decisions_decided_at ON queen.xact_decisions (decided_at);
+-- Guarded: CREATE INDEX IF NOT EXISTS would lock the table even when the index exists.
+DO $$ BEGIN
+    IF to_regclass('queen.xact_decisions_decided_at') IS NULL THEN
+        CREATE INDEX xact_decisions_decided_at ON queen.xact_decisions (decided_at);
+    END IF;
+END $$;
