@@ -100,6 +100,11 @@
 //   - 017_twophase.sql: xact_decisions, the decision log of transactions that span
 //     shards (core/twophase): one outcome per gid, the first written wins.
 //
+//   - 018_shards.sql: shard_identity (which shard the database is, claimed once by
+//     shard_claim_v1 at migration, checked by every later one) and new_partition_id(),
+//     which on a shard other than 0 becomes log_partitions.id's default and mints ids
+//     naming the shard (core/shard's layout); shard 0 keeps gen_random_uuid().
+//
 // 008_upgrade.sql changes databases created by older versions of these files (guarded,
 // so it does nothing on a current database).
 //

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -34,6 +35,10 @@ type Options struct {
 	StatementTimeout time.Duration // [30s] DB_STATEMENT_TIMEOUT
 	ApplicationName  string        // ["queen-go"]
 	Logger           *slog.Logger
+	// Shard is this database's number among several (docs/design.md, "Several PostgreSQL
+	// clusters") [0]: the migration claims the database for it, or refuses one that
+	// belongs to another shard, and new partitions' ids name it.
+	Shard int
 }
 
 func (o *Options) defaults() {
@@ -127,7 +132,7 @@ func (s *Store) Migrate(ctx context.Context) error {
 	if err != nil {
 		return translate("migrate: begin", err)
 	}
-	return migrate(ctx, tx)
+	return migrate(ctx, tx, s.opts.Shard)
 }
 
 // EnsureSchema applies the schema now or, when the database is unreachable
@@ -161,7 +166,7 @@ func (s *Store) afterConnect(ctx context.Context, c *pgx.Conn) error {
 	}
 	tx, err := c.Begin(ctx)
 	if err == nil {
-		err = migrate(ctx, tx)
+		err = migrate(ctx, tx, s.opts.Shard)
 	}
 	if err != nil {
 		return fmt.Errorf("postgres: applying the schema on a new connection: %v", err)
@@ -171,7 +176,7 @@ func (s *Store) afterConnect(ctx context.Context, c *pgx.Conn) error {
 	return nil
 }
 
-func migrate(ctx context.Context, tx pgx.Tx) error {
+func migrate(ctx context.Context, tx pgx.Tx, shard int) error {
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", schema.AdvisoryLockKey); err != nil {
 		return translate("migrate: lock", err)
@@ -180,6 +185,13 @@ func migrate(ctx context.Context, tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, f.SQL, pgx.QueryExecModeSimpleProtocol); err != nil {
 			return translate("migrate: "+f.Name, err)
 		}
+	}
+	if _, err := tx.Exec(ctx, "SELECT queen.shard_claim_v1($1)", shard); err != nil {
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && strings.HasPrefix(pgErr.Message, "QSHARD") {
+			return fmt.Errorf("postgres: migrate: %s", strings.TrimPrefix(pgErr.Message, "QSHARD "))
+		}
+		return translate("migrate: shard identity", err)
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return translate("migrate: commit", err)
