@@ -49,3 +49,23 @@ BEGIN
         ALTER TABLE queen.log_partitions ALTER COLUMN id SET DEFAULT queen.new_partition_id();
     END IF;
 END $$;
+
+-- The placement map (read on the catalogue, shard 0, only): which shard each queue lives
+-- on, written once per queue (ON CONFLICT DO NOTHING: the first broker's proposal wins).
+-- placed_seq orders the queues of a namespace, so that "the namespace's shard" is the
+-- first one's whatever moved since.
+CREATE TABLE IF NOT EXISTS queen.placements (
+    tenant_id  uuid        NOT NULL,
+    queue      text        NOT NULL,
+    namespace  text        NOT NULL DEFAULT '',
+    shard      integer     NOT NULL CHECK (shard BETWEEN 0 AND 65535),
+    placed_seq bigserial   NOT NULL,
+    placed_at  timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (tenant_id, queue)
+);
+
+DO $$ BEGIN
+    IF to_regclass('queen.placements_namespace') IS NULL THEN
+        CREATE INDEX placements_namespace ON queen.placements (tenant_id, namespace, placed_seq) WHERE namespace <> '';
+    END IF;
+END $$;

@@ -103,7 +103,9 @@
 //   - 018_shards.sql: shard_identity (which shard the database is, claimed once by
 //     shard_claim_v1 at migration, checked by every later one) and new_partition_id(),
 //     which on a shard other than 0 becomes log_partitions.id's default and mints ids
-//     naming the shard (core/shard's layout); shard 0 keeps gen_random_uuid().
+//     naming the shard (core/shard's layout); shard 0 keeps gen_random_uuid(); and
+//     placements, the catalogue's map of which shard each queue lives on (written once
+//     per queue, the first proposal wins; core/shard's Placer keeps a copy).
 //
 // 008_upgrade.sql changes databases created by older versions of these files (guarded,
 // so it does nothing on a current database).

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/queen-go/queen/ports"
 	"github.com/queen-go/queen/ports/porttest"
 )
 
@@ -19,4 +20,8 @@ func TestSegmentStoreConformance(t *testing.T) {
 			},
 		}
 	})
+}
+
+func TestPlacementStoreConformance(t *testing.T) {
+	porttest.PlacementStore(t, func(*testing.T) ports.PlacementStore { return &Placements{} })
 }

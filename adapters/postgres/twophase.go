@@ -96,19 +96,13 @@ func (s *Store) Decide(ctx context.Context, gid string, commit bool) (bool, erro
 	err := s.run(ctx, "decide", func(ctx context.Context, c *pgxpool.Conn) error {
 		// The insert and, when another outcome was there first, its read in one
 		// statement (a row inserted by this statement is invisible to its own SELECT).
-		// An outcome committed by another session while this one waited on its key is
-		// invisible to the statement's snapshot too: no row; the next run sees it.
-		for range 3 {
-			err := c.QueryRow(ctx, `WITH ins AS (
+		return firstWriter(func() error {
+			return c.QueryRow(ctx, `WITH ins AS (
 					INSERT INTO queen.xact_decisions (gid, commit) VALUES ($1, $2)
 					ON CONFLICT (gid) DO NOTHING RETURNING commit)
 				SELECT commit FROM ins UNION ALL SELECT commit FROM queen.xact_decisions WHERE gid = $1 LIMIT 1`,
 				gid, commit).Scan(&recorded)
-			if !errors.Is(err, pgx.ErrNoRows) {
-				return err
-			}
-		}
-		return fmt.Errorf("no outcome readable after three tries")
+		})
 	})
 	if err != nil {
 		return false, fmt.Errorf("postgres: decide %s: %w", gid, err)

@@ -1,0 +1,119 @@
+package shard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/queen-go/queen/ports"
+)
+
+// ErrPlacedElsewhere: an explicit shard for a queue that already lives on another one
+// (moving a queue is an operation of its own).
+var ErrPlacedElsewhere = errors.New("shard: the queue lives on another shard")
+
+// Placer answers which shard holds a queue: from its copy of the catalogue's placement
+// map, else from the catalogue, placing the queue by Place's rules when it is new. The
+// copy only grows between Forget calls: a placement never changes while its queue
+// exists.
+type Placer struct {
+	store  ports.PlacementStore
+	shards int
+	open   []int
+
+	mu    sync.RWMutex
+	cache map[string]int // tenant\x1fqueue -> shard
+}
+
+// NewPlacer returns the placer of shards shards (numbered from 0) on store; open are the
+// shards new queues may go to (nil: all).
+func NewPlacer(store ports.PlacementStore, shards int, open []int) *Placer {
+	return &Placer{store: store, shards: shards, open: open, cache: map[string]int{}}
+}
+
+func key(tenant, queue string) string { return tenant + "\x1f" + queue }
+
+// Load reads the whole map into the copy (at start-up).
+func (p *Placer) Load(ctx context.Context) error {
+	all, err := p.store.Placements(ctx)
+	if err != nil {
+		return fmt.Errorf("shard: load the placements: %w", err)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, pl := range all {
+		p.cache[key(pl.Tenant, pl.Queue)] = pl.Shard
+	}
+	return nil
+}
+
+// Cached returns the queue's shard from the copy alone (what still works while the
+// catalogue does not answer).
+func (p *Placer) Cached(tenant, queue string) (int, bool) {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	n, ok := p.cache[key(tenant, queue)]
+	return n, ok
+}
+
+// ShardOf returns the shard of tenant/queue, placing it (namespace: its namespace, ""
+// for none) when the catalogue has no row for it. An error (the catalogue did not
+// answer) leaves the caller to spool or to answer 503.
+func (p *Placer) ShardOf(ctx context.Context, tenant, queue, namespace string) (int, error) {
+	if n, ok := p.Cached(tenant, queue); ok {
+		return n, nil
+	}
+	return p.place(ctx, tenant, queue, namespace, -1)
+}
+
+// PlaceExplicit places a new queue on shard (configure's shard option); a queue placed
+// already stays where it is: ErrPlacedElsewhere when that is not shard.
+func (p *Placer) PlaceExplicit(ctx context.Context, tenant, queue, namespace string, shard int) (int, error) {
+	n, err := p.place(ctx, tenant, queue, namespace, shard)
+	if err == nil && n != shard {
+		return n, fmt.Errorf("%w: queue %q is on shard %d, not %d", ErrPlacedElsewhere, queue, n, shard)
+	}
+	return n, err
+}
+
+func (p *Placer) place(ctx context.Context, tenant, queue, namespace string, explicit int) (int, error) {
+	have, ok, err := p.store.Lookup(ctx, tenant, queue)
+	if err != nil {
+		return 0, fmt.Errorf("shard: placement of %q: %w", queue, err)
+	}
+	if !ok {
+		req := Request{Queue: queue, Namespace: namespace, Explicit: explicit, NamespaceShard: -1}
+		if namespace != "" && explicit < 0 {
+			n, found, err := p.store.NamespaceShard(ctx, tenant, namespace)
+			if err != nil {
+				return 0, fmt.Errorf("shard: placement of namespace %q: %w", namespace, err)
+			}
+			if found {
+				req.NamespaceShard = n
+			}
+		}
+		n, err := Place(req, p.shards, p.open)
+		if err != nil {
+			return 0, err
+		}
+		if have, err = p.store.Place(ctx, ports.Placement{Tenant: tenant, Queue: queue, Namespace: namespace, Shard: n}); err != nil {
+			return 0, fmt.Errorf("shard: place %q: %w", queue, err)
+		}
+	}
+	if have.Shard < 0 || have.Shard >= p.shards {
+		return 0, fmt.Errorf("shard: queue %q is placed on shard %d, which this broker does not have (%d configured)", queue, have.Shard, p.shards)
+	}
+	p.mu.Lock()
+	p.cache[key(tenant, queue)] = have.Shard
+	p.mu.Unlock()
+	return have.Shard, nil
+}
+
+// Forget drops the queue from the copy (it was deleted: a queue of the same name may be
+// placed anew).
+func (p *Placer) Forget(tenant, queue string) {
+	p.mu.Lock()
+	delete(p.cache, key(tenant, queue))
+	p.mu.Unlock()
+}
