@@ -28,5 +28,13 @@
 // co-located, so a pipeline between them never needs two-phase commit), then a hash of
 // the namespace (of the queue's name without one) over the shards open to new queues,
 // so brokers placing the same queue at the same moment propose the same shard. The
-// catalogue's placement row is the authority; Place only proposes it.
+// catalogue's placement row is the authority; Place only proposes it. Placer is a
+// broker's copy of the catalogue's map: known queues route without the catalogue.
+//
+// # Listings
+//
+// A listing every shard answers in part is merged by MergePage: each shard returns its
+// first offset+limit rows in one total order that does not depend on the shard, and the
+// merge keeps rows offset to offset+limit, so a page does not depend on which shard
+// holds the rows before it.
 package shard
