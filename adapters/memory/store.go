@@ -36,6 +36,9 @@ type Store struct {
 	// deleted, with "MoveDeadLetter/remove". An error fails the call at that point, with
 	// nothing further changed. Tests use it to fail, count or block calls.
 	AdminFault func(op string) error
+	// Shard is the shard the store plays among several (core/shard) [0]: partition ids
+	// name it, as a shard's PostgreSQL mints them. Set it before use.
+	Shard int
 
 	mu         sync.Mutex
 	windows    map[string]time.Duration // tenant\x1fqueue -> dedup window
@@ -126,6 +129,11 @@ func NewStore() *Store {
 // s.mu.
 func (s *Store) newID(kind string) string {
 	s.ids++
+	if kind == idPartition && s.Shard > 0 {
+		// As a shard's PostgreSQL mints them (queen.new_partition_id): version 8, the
+		// shard number in the first two bytes.
+		return fmt.Sprintf("%04x0000-0000-8000-%s-%012d", s.Shard, kind, s.ids)
+	}
 	return fmt.Sprintf("00000000-0000-4000-%s-%012d", kind, s.ids)
 }
 

@@ -18,6 +18,14 @@
 //     committed whatever happens next: a part whose commit fails now stays prepared (its
 //     rows locked, its effects not yet visible) until the recovery commits it.
 //
+// # Routing
+//
+// Router is the ports.TransactionStore of a broker with several shards: a transaction's
+// segments go to their queue's shard, its acks to the shard their partition id names
+// (core/shard); a transaction on one shard runs there exactly as without shards, one
+// that spans shards runs through the Coordinator, and the results come back in input
+// order.
+//
 // # Recovery
 //
 // Every pass lists each shard's transactions prepared under Prefix more than Grace ago
