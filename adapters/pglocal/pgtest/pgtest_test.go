@@ -142,3 +142,37 @@ func TestNewDatabaseWithSetsDefaults(t *testing.T) {
 		t.Errorf("a plain database has standard_conforming_strings = %q, want on", got)
 	}
 }
+
+// A standby of a database on the shared cluster starts although that cluster allows
+// prepared transactions (a standby must match the primary's max_prepared_transactions),
+// and replays what the primary commits.
+func TestNewStandbyOfTheSharedCluster(t *testing.T) {
+	t.Parallel()
+	primary := NewDatabase(t)
+	standby := NewStandby(t, primary)
+	ctx := context.Background()
+	p, err := pgx.Connect(ctx, primary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close(ctx)
+	if _, err := p.Exec(ctx, `CREATE TABLE replayed (v int); INSERT INTO replayed VALUES (7)`); err != nil {
+		t.Fatal(err)
+	}
+	s, err := pgx.Connect(ctx, standby.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(ctx)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var v int
+		if err := s.QueryRow(ctx, `SELECT v FROM replayed`).Scan(&v); err == nil && v == 7 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the standby did not replay the primary's commit within 30 s")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
