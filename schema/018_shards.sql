@@ -30,9 +30,12 @@ END $$;
 
 -- Claims the database for shard p_shard, or checks that it is that shard's, and on a
 -- shard other than 0 makes new partitions mint ids naming it. Raises QSHARD when the
--- database belongs to another shard. Serialised by the migration's advisory lock.
+-- database belongs to another shard. Serialised by the migration's advisory lock. Its
+-- search_path is pg_catalog alone, so that pg_get_expr names the default with its
+-- schema whatever the role's search_path (else the check would miss and ALTER TABLE,
+-- which waits for every writer, would run at each migration).
 CREATE OR REPLACE FUNCTION queen.shard_claim_v1(p_shard integer) RETURNS void
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql SET search_path = pg_catalog AS $$
 DECLARE
     have integer;
 BEGIN

@@ -199,12 +199,13 @@ stop_pid() {
 
 down() {
   [ -d "$dir" ] || return 0
-  local i
-  for i in $(seq 1 "$nodes"); do
-    stop_pid "$dir/node$i/patroni.pid"
+  local node
+  for node in "$dir"/node*; do # every node that was started, whatever HA_NODES says now
+    [ -d "$node" ] || continue
+    stop_pid "$node/patroni.pid"
     # A PostgreSQL Patroni left behind (Patroni killed): stop it too.
-    if [ -e "$dir/node$i/data/postmaster.pid" ]; then
-      "${as_pg[@]}" "$pg_bin/pg_ctl" -D "$dir/node$i/data" stop -m immediate >/dev/null 2>&1 || true
+    if [ -e "$node/data/postmaster.pid" ]; then
+      "${as_pg[@]}" "$pg_bin/pg_ctl" -D "$node/data" stop -m immediate >/dev/null 2>&1 || true
     fi
   done
   stop_pid "$dir/etcd.pid"

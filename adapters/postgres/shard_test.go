@@ -45,6 +45,34 @@ func TestShardIdentity(t *testing.T) {
 				t.Fatalf("partition id %s names shard %d, want %d", id, got, n)
 			}
 
+			// A later migration leaves the default alone (ALTER TABLE would wait for every
+			// writer), also for a role whose search_path names queen.
+			defaultRow := func() (xmin string) {
+				t.Helper()
+				if err := s.pool.QueryRow(ctx, `SELECT d.xmin::text FROM pg_attrdef d
+					JOIN pg_attribute a ON a.attrelid = d.adrelid AND a.attnum = d.adnum
+					WHERE d.adrelid = 'queen.log_partitions'::regclass AND a.attname = 'id'`).Scan(&xmin); err != nil {
+					t.Fatal(err)
+				}
+				return xmin
+			}
+			before := defaultRow()
+			sep := "?"
+			if strings.Contains(url, "?") {
+				sep = "&"
+			}
+			again, err := Open(ctx, url+sep+"search_path=queen,public", Options{PoolSize: 1, Shard: n})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer again.Close()
+			if err := again.Migrate(ctx); err != nil {
+				t.Fatalf("migration with search_path queen, public: %v", err)
+			}
+			if after := defaultRow(); after != before {
+				t.Fatalf("the migration rewrote log_partitions.id's default (pg_attrdef xmin %s -> %s)", before, after)
+			}
+
 			other, err := Open(ctx, url, Options{PoolSize: 1, Shard: n + 1})
 			if err != nil {
 				t.Fatal(err)

@@ -94,15 +94,30 @@ func (s *Store) InDoubt(ctx context.Context, prefix string, before time.Time) ([
 func (s *Store) Decide(ctx context.Context, gid string, commit bool) (bool, error) {
 	var recorded bool
 	err := s.run(ctx, "decide", func(ctx context.Context, c *pgxpool.Conn) error {
+		tx, err := c.Begin(ctx)
+		if err != nil {
+			return err
+		}
+		defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+		// A decision answered and then lost would let the recovery decide otherwise for
+		// the parts not yet committed: it waits for the flush (and for a synchronous
+		// standby, when there is one) whatever the session's default.
+		if _, err := tx.Exec(ctx, "SET LOCAL synchronous_commit = on"); err != nil {
+			return err
+		}
 		// The insert and, when another outcome was there first, its read in one
 		// statement (a row inserted by this statement is invisible to its own SELECT).
-		return firstWriter(func() error {
-			return c.QueryRow(ctx, `WITH ins AS (
+		err = firstWriter(func() error {
+			return tx.QueryRow(ctx, `WITH ins AS (
 					INSERT INTO queen.xact_decisions (gid, commit) VALUES ($1, $2)
 					ON CONFLICT (gid) DO NOTHING RETURNING commit)
 				SELECT commit FROM ins UNION ALL SELECT commit FROM queen.xact_decisions WHERE gid = $1 LIMIT 1`,
 				gid, commit).Scan(&recorded)
 		})
+		if err != nil {
+			return err
+		}
+		return tx.Commit(ctx)
 	})
 	if err != nil {
 		return false, fmt.Errorf("postgres: decide %s: %w", gid, err)

@@ -85,7 +85,8 @@ type LagHistory struct {
 // time since the newest remembered primary position it has replayed; known is false
 // when neither bound exists.
 func (h *LagHistory) Estimate(rd Reading, began, now time.Time) (lag time.Duration, known bool) {
-	// The position was read after began: the primary was at least there at began.
+	// The position was read after began: at began the primary was at most there, so a
+	// standby that replayed it had everything the primary had at began.
 	s := append(h.samples, lagSample{rd.PrimaryLSN, began})
 	// Positions at or below the replay position are all covered: the newest of them is
 	// the only one that can bound a later lag.

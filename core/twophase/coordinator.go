@@ -88,10 +88,16 @@ func (c *Coordinator) Run(ctx context.Context, parts []Part) ([]Result, error) {
 	}
 	wg.Wait()
 	if err := firstFailure(errs); err != nil {
-		c.resolve(ctx, gid, parts, errs, false)
+		// Every part, the failed ones too: a PREPARE whose answer was lost (its context
+		// ended) may have prepared, and rolling back before any decision is always safe.
+		c.resolve(ctx, gid, parts, nil, false)
 		return nil, err
 	}
-	commit, err := c.log.Decide(ctx, gid, true)
+	// The decision outlives the request: a client gone now would otherwise leave every
+	// part prepared, its rows locked, until the recovery's grace runs out.
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.opts.Cleanup)
+	commit, err := c.log.Decide(dctx, gid, true)
+	cancel()
 	if err != nil {
 		c.opts.Logger.Warn("twophase: the decision log did not answer; the recovery resolves the transaction",
 			"gid", gid, "err", err)
@@ -120,14 +126,14 @@ func firstFailure(errs []error) error {
 	return first
 }
 
-// resolve commits or rolls back, in parallel, every part that prepared (errs[i] nil).
-// A failure is logged and left to the recovery.
+// resolve commits or rolls back, in parallel, every part (skipped: those errs, when not
+// nil, marks failed). A failure is logged and left to the recovery.
 func (c *Coordinator) resolve(ctx context.Context, gid string, parts []Part, errs []error, commit bool) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.opts.Cleanup)
 	defer cancel()
 	var wg sync.WaitGroup
 	for i, p := range parts {
-		if errs[i] != nil {
+		if errs != nil && errs[i] != nil {
 			continue
 		}
 		wg.Go(func() {

@@ -8,9 +8,11 @@
 // acks):
 //
 //  1. prepare every part in parallel under the gid "<Prefix><uuidv7>:<shard>"; a part
-//     that fails (a rollback the client caused, or any error) rolls back the parts
-//     prepared so far and the transaction fails as a one-shard transaction would;
-//  2. record commit in the decision log under "<Prefix><uuidv7>": the commit point.
+//     that fails (a rollback the client caused, or any error) rolls back every part (a
+//     failed PREPARE may still have prepared) and the transaction fails as a one-shard
+//     transaction would;
+//  2. record commit in the decision log under "<Prefix><uuidv7>": the commit point,
+//     reached even when the request's client has gone (prepared parts hold row locks).
 //     The log keeps the first outcome written, so when the recovery (below) recorded an
 //     abort first, the coordinator rolls the parts back and fails with ErrAborted; when
 //     the log does not answer, the outcome is the recovery's to find (ErrUndecided);

@@ -49,6 +49,9 @@ type log struct {
 }
 
 func (l *log) Decide(ctx context.Context, gid string, commit bool) (bool, error) {
+	if err := ctx.Err(); err != nil { // as a database call would
+		return false, err
+	}
 	if l.down.Load() {
 		return false, ports.ErrUnavailable
 	}
@@ -216,5 +219,40 @@ func TestRecoveryStartStop(t *testing.T) {
 	}
 	if stored(t, a, "q", "m") {
 		t.Fatal("a transaction without a decision was committed")
+	}
+}
+
+// hangUp is a part's store whose Prepare ends the request's context once it prepared:
+// the client went away between PREPARE and the decision.
+type hangUp struct {
+	*memory.Store
+	cancel context.CancelFunc
+}
+
+func (h hangUp) Prepare(ctx context.Context, gid string, segs []ports.Segment, acks []ports.AckItem, hint string) ([]ports.SegmentResult, []ports.AckResult, error) {
+	p, a, err := h.Store.Prepare(ctx, gid, segs, acks, hint)
+	h.cancel()
+	return p, a, err
+}
+
+// The decision and the commits do not depend on the client staying: a transaction whose
+// client hung up after the parts prepared still commits at once, instead of holding its
+// rows locked until the recovery's grace runs out.
+func TestRunOutlivesItsClient(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	a, b := memory.NewStore(), hangUp{Store: memory.NewStore(), cancel: cancel}
+	_, err := NewCoordinator(&log{}, Options{}).Run(ctx, []Part{
+		{Shard: 0, Store: a, Segs: []ports.Segment{segment("qa", "x1")}},
+		{Shard: 1, Store: b, Segs: []ports.Segment{segment("qb", "x2")}},
+	})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if len(inDoubt(t, a))+len(inDoubt(t, b)) != 0 {
+		t.Fatal("parts left in doubt after the client hung up")
+	}
+	if !stored(t, a, "qa", "x1") || !stored(t, b.Store, "qb", "x2") {
+		t.Fatal("the transaction did not land")
 	}
 }

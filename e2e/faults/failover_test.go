@@ -80,8 +80,9 @@ func resumes(t *testing.T, b *brokerProc) {
 	}
 }
 
-// queuedAgain waits (bounded) for the first push begun after since that was answered
-// queued, and returns when it was answered, counted from since.
+// queuedAgain waits (bounded) for the first push begun after since, the moment a new
+// primary was seen to lead, that was answered queued, and returns when it was answered,
+// counted from since. It fails the test when pushes never commit again.
 func queuedAgain(t *testing.T, r *load.FaultRun, since time.Time) time.Duration {
 	t.Helper()
 	deadline := time.Now().Add(2 * time.Minute)
@@ -103,8 +104,9 @@ func TestFailoverSwitchover(t *testing.T) {
 	failoverScenario(t, "switchover (patronictl), sync", "sync", false, func(t *testing.T, h *haCluster, f *faultRun) time.Duration {
 		began := time.Now()
 		to := h.switchover(t)
-		t.Logf("switchover to %s took %v", to.Name, time.Since(began).Round(time.Millisecond))
-		return queuedAgain(t, f.load, began)
+		led := time.Now()
+		t.Logf("switchover to %s took %v", to.Name, led.Sub(began).Round(time.Millisecond))
+		return queuedAgain(t, f.load, led)
 	})
 }
 
@@ -121,8 +123,9 @@ func killPrimary(t *testing.T, h *haCluster, f *faultRun) time.Duration {
 	began := time.Now()
 	old := h.killPrimary(t)
 	to := h.waitRole(t, "leader", old.Name, 2*time.Minute)
-	t.Logf("failover from %s to %s took %v", old.Name, to.Name, time.Since(began).Round(time.Millisecond))
-	return queuedAgain(t, f.load, began)
+	led := time.Now()
+	t.Logf("failover from %s to %s took %v", old.Name, to.Name, led.Sub(began).Round(time.Millisecond))
+	return queuedAgain(t, f.load, led)
 }
 
 // TestFailoverPartition: the primary's node cut off the brokers and etcd (packets
@@ -134,11 +137,11 @@ func TestFailoverPartition(t *testing.T) {
 		old := h.waitRole(t, "leader", "", time.Minute)
 		began := time.Now()
 		h.partition(old)
+		defer h.heal(old)
 		to := h.waitRole(t, "leader", old.Name, 2*time.Minute)
-		t.Logf("partition of %s: %s leads after %v", old.Name, to.Name, time.Since(began).Round(time.Millisecond))
-		recovered := queuedAgain(t, f.load, began)
-		h.heal(old)
-		return recovered
+		led := time.Now()
+		t.Logf("partition of %s: %s leads after %v", old.Name, to.Name, led.Sub(began).Round(time.Millisecond))
+		return queuedAgain(t, f.load, led)
 	})
 }
 
@@ -148,13 +151,12 @@ func TestFailoverPartition(t *testing.T) {
 func TestFailoverBrokerKilled(t *testing.T) {
 	fullOnly(t)
 	failoverScenario(t, "primary kill -9 + broker kill -9 during the failover, sync", "sync", false, func(t *testing.T, h *haCluster, f *faultRun) time.Duration {
-		began := time.Now()
 		old := h.killPrimary(t)
 		time.Sleep(time.Second) // the broker spools meanwhile
 		f.broker.kill()
 		h.waitRole(t, "leader", old.Name, 2*time.Minute)
 		f.broker.restart()
-		return queuedAgain(t, f.load, began)
+		return queuedAgain(t, f.load, time.Now())
 	})
 }
 

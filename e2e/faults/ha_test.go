@@ -81,10 +81,12 @@ func (h *haCluster) proxy(t *testing.T, port int) *netproxy.Proxy {
 	return p
 }
 
-// freeBase picks HA_BASE_PORT: a random base whose ports scripts/ha.sh uses are free.
+// freeBase picks HA_BASE_PORT: a random base whose ports scripts/ha.sh uses are free,
+// below Linux's ephemeral range (32768 and up by default), where the proxies' own
+// listeners and every outgoing connection take their ports.
 func freeBase(t *testing.T) int {
 	for range 50 {
-		base := 20000 + 100*rand.IntN(400)
+		base := 20000 + 100*rand.IntN(120)
 		free := true
 		for _, off := range []int{0, 1, 11, 12, 13, 21, 22, 23} {
 			l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(base+off))

@@ -125,14 +125,19 @@ func recordFailover(fault string, rep verify.FaultReport, r *load.FaultRun, inje
 	return row.NoQueued
 }
 
-// longestWithoutQueued is the longest time from since, or from a queued answer, to the
-// next queued answer (a push whose items were all answered queued), over samples of
-// pushes begun after since.
+// longestWithoutQueued is the longest time from since, or from a queued answer (a push
+// accepted and not wholly buffered), to the next queued answer, or to the start of the
+// last push sampled: a broker that never answers queued again shows the whole stretch,
+// not the last gap before the fault.
 func longestWithoutQueued(samples []load.PushSample, since time.Time) time.Duration {
 	var done []time.Time
+	end := since
 	for _, s := range samples {
 		if s.OK && !s.Buffered {
 			done = append(done, s.At.Add(s.Took))
+		}
+		if s.At.After(end) {
+			end = s.At
 		}
 	}
 	slices.SortFunc(done, time.Time.Compare)
@@ -141,7 +146,7 @@ func longestWithoutQueued(samples []load.PushSample, since time.Time) time.Durat
 		longest = max(longest, at.Sub(prev))
 		prev = at
 	}
-	return longest
+	return max(longest, end.Sub(prev))
 }
 
 // totals adds up the report's groups: the counts of every group summed, the
