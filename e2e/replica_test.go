@@ -45,6 +45,12 @@ func TestReadsFromAReplica(t *testing.T) {
 		})
 	}
 	eventually(t, 30*time.Second, "the queue listed from the standby", listed)
+	// The listing may have come from the primary: the reads wait there until the lag's
+	// first measurement (every second) finds the standby.
+	eventually(t, 30*time.Second, "queen_pg_replica_lag_seconds exported", func() bool {
+		code, raw := b.get(t, "/metrics/prometheus")
+		return code == http.StatusOK && strings.Contains(string(raw), "\nqueen_pg_replica_lag_seconds ")
+	})
 	if lag := b.metric(t, "queen_pg_replica_lag_seconds"); lag < 0 || lag > 60 {
 		t.Fatalf("queen_pg_replica_lag_seconds %v", lag)
 	}
