@@ -26,31 +26,11 @@ const undefinedObject = "42704"
 // Prepare implements ports.TwoPhaseStore: Transaction's statements, then PREPARE
 // TRANSACTION instead of COMMIT. The server needs max_prepared_transactions > 0.
 func (s *Store) Prepare(ctx context.Context, gid string, segs []ports.Segment, acks []ports.AckItem, hint string) ([]ports.SegmentResult, []ports.AckResult, error) {
-	var (
-		pushed []ports.SegmentResult
-		acked  []ports.AckResult
-		rb     *ports.RollbackError
-	)
-	err := s.runAgainIfUndone(ctx, "prepare transaction", func(ctx context.Context, c *pgxpool.Conn) error {
-		tx, err := c.Begin(ctx)
-		if err != nil {
-			return err
-		}
-		defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-		if pushed, acked, rb, err = applyTransaction(ctx, tx, segs, acks, hint); err != nil || rb != nil {
-			return err
-		}
+	return s.transaction(ctx, "prepare transaction", segs, acks, hint, func(ctx context.Context, tx pgx.Tx) error {
 		// PREPARE ends the session's transaction: the deferred ROLLBACK finds none.
-		_, err = tx.Exec(ctx, "PREPARE TRANSACTION "+quoteLiteral(gid))
+		_, err := tx.Exec(ctx, "PREPARE TRANSACTION "+quoteLiteral(gid))
 		return err
 	})
-	if err != nil {
-		return nil, nil, err
-	}
-	if rb != nil {
-		return nil, nil, rb
-	}
-	return pushed, acked, nil
 }
 
 // CommitPrepared implements ports.TwoPhaseStore.

@@ -20,7 +20,9 @@ func (crashing) RollbackPrepared(context.Context, string) error { return ports.E
 // failingLog is a decision log that fails: the broker died before recording anything.
 type failingLog struct{ ports.DecisionLog }
 
-func (failingLog) Decide(context.Context, string, bool) (bool, error) { return false, ports.ErrUnavailable }
+func (failingLog) Decide(context.Context, string, bool) (bool, error) {
+	return false, ports.ErrUnavailable
+}
 
 // The crash between PREPARE and COMMIT PREPARED on real PostgreSQL: a broker that
 // recorded commit and died leaves both shards' parts prepared; another broker's

@@ -17,12 +17,23 @@ import (
 // pre-locks their partition rows in ascending id, as every push does), then the acks
 // (consumer rows, in ascending partition id), in one database transaction.
 func (s *Store) Transaction(ctx context.Context, segs []ports.Segment, acks []ports.AckItem, hint string) ([]ports.SegmentResult, []ports.AckResult, error) {
+	return s.transaction(ctx, "transaction", segs, acks, hint, func(ctx context.Context, tx pgx.Tx) error {
+		return tx.Commit(ctx)
+	})
+}
+
+// transaction runs a transaction's statements (applyTransaction) in a database
+// transaction that finish ends (a commit, or a PREPARE TRANSACTION), again when it was
+// undone by a serialisation failure or a deadlock; a rollback the client caused is
+// returned as the *RollbackError, with nothing applied.
+func (s *Store) transaction(ctx context.Context, op string, segs []ports.Segment, acks []ports.AckItem, hint string,
+	finish func(context.Context, pgx.Tx) error) ([]ports.SegmentResult, []ports.AckResult, error) {
 	var (
 		pushed []ports.SegmentResult
 		acked  []ports.AckResult
 		rb     *ports.RollbackError
 	)
-	err := s.runAgainIfUndone(ctx, "transaction", func(ctx context.Context, c *pgxpool.Conn) error {
+	err := s.runAgainIfUndone(ctx, op, func(ctx context.Context, c *pgxpool.Conn) error {
 		tx, err := c.Begin(ctx)
 		if err != nil {
 			return err
@@ -31,7 +42,7 @@ func (s *Store) Transaction(ctx context.Context, segs []ports.Segment, acks []po
 		if pushed, acked, rb, err = applyTransaction(ctx, tx, segs, acks, hint); err != nil || rb != nil {
 			return err
 		}
-		return tx.Commit(ctx)
+		return finish(ctx, tx)
 	})
 	if err != nil {
 		return nil, nil, err
