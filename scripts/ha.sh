@@ -15,9 +15,10 @@
 #   HA_BASE_PORT=15400   etcd listens on BASE (clients) and BASE+1 (peers); node i
 #                        (1..HA_NODES) has PostgreSQL on BASE+10+i, Patroni's REST API on
 #                        BASE+20+i
-#   HA_PG_PORTS          node i's PostgreSQL address as clients see it, when a proxy sits in
-#                        front of each node: comma-separated ports, node 1 first (the
-#                        printed URL uses them; default the nodes' own ports)
+#   HA_PG_PORTS          node i's PostgreSQL address as clients and the other nodes see it,
+#                        when a proxy sits in front of each node: comma-separated ports,
+#                        node 1 first (the printed URL and replication use them; default
+#                        the nodes' own ports)
 #   HA_ETCD_PORTS        the port node i's Patroni reaches etcd on, same form (a proxy
 #                        per node lets a test cut one node off etcd; default etcd's own)
 #   HA_PG_BIN            PostgreSQL's binaries (default the newest /usr/lib/postgresql/*/bin)
@@ -110,7 +111,9 @@ bootstrap:
     - host all all 127.0.0.1/32 trust
 postgresql:
   listen: 127.0.0.1:$(pg_port "$i")
-  connect_address: 127.0.0.1:$(pg_port "$i")
+  # What the other nodes replicate from, too: with a proxy in front (HA_PG_PORTS), a
+  # partitioned node is cut off its standbys as well as off the brokers.
+  connect_address: 127.0.0.1:$(nth "$i" "${HA_PG_PORTS:-}" "$(pg_port "$i")")
   data_dir: $node/data
   bin_dir: $pg_bin
   pgpass: $node/pgpass

@@ -128,12 +128,12 @@ func killPrimary(t *testing.T, h *haCluster, f *faultRun) time.Duration {
 	return queuedAgain(t, f.load, led)
 }
 
-// TestFailoverPartition: the primary's node cut off the brokers and etcd (packets
-// dropped): Patroni demotes it when its leader lease runs out and promotes the
-// synchronous standby; the node rejoins after the partition heals.
+// TestFailoverPartition: the primary's node cut off the brokers, its standbys and etcd
+// (bytes held, nothing refused): Patroni demotes it when its leader lease runs out and
+// promotes the synchronous standby; the node rejoins after the partition heals.
 func TestFailoverPartition(t *testing.T) {
 	fullOnly(t)
-	failoverScenario(t, "primary partitioned from brokers and etcd, sync", "sync", false, func(t *testing.T, h *haCluster, f *faultRun) time.Duration {
+	failoverScenario(t, "primary partitioned from brokers, standbys and etcd, sync", "sync", false, func(t *testing.T, h *haCluster, f *faultRun) time.Duration {
 		old := h.waitRole(t, "leader", "", time.Minute)
 		began := time.Now()
 		h.partition(old)

@@ -25,9 +25,10 @@ import (
 const skipHAEnv = "QUEEN_SKIP_HA"
 
 // haCluster is a Patroni cluster of scripts/ha.sh (etcd, three PostgreSQL nodes) with a
-// proxy in front of every node's PostgreSQL, the brokers' only way in, and one between
-// every node's Patroni and etcd: freezing a node's two proxies partitions it from the
-// brokers and from etcd (docs/reliability.md, "Failover").
+// proxy in front of every node's PostgreSQL, the only way in for the brokers and for the
+// other nodes' replication, and one between every node's Patroni and etcd: freezing a
+// node's two proxies partitions it from the brokers, its standbys and etcd
+// (docs/reliability.md, "Failover").
 type haCluster struct {
 	dir   string
 	mode  string // sync or async (Patroni's synchronous_mode)
@@ -235,8 +236,8 @@ func (h *haCluster) killPrimary(t *testing.T) member {
 	return old
 }
 
-// partition cuts node m off the brokers and etcd (its proxies frozen: packets dropped,
-// nothing refused); heal undoes it.
+// partition cuts node m off the brokers, the other nodes and etcd (its proxies frozen:
+// bytes held, nothing refused); heal undoes it.
 func (h *haCluster) partition(m member) {
 	h.pg[m.node()].Freeze()
 	h.etcd[m.node()].Freeze()
