@@ -76,6 +76,14 @@ func (a *Admin) run(ctx context.Context, op string, fn func(context.Context, bun
 	return a.runOn(ctx, a.db, op, fn)
 }
 
+// acquireError is a failure to get a connection at all (the server unreachable, or not
+// answering within the statement timeout), as opposed to a statement's own failure: a
+// replica's sends the read to the primary whatever its cause.
+type acquireError struct{ err error }
+
+func (e *acquireError) Error() string { return e.err.Error() }
+func (e *acquireError) Unwrap() error { return e.err }
+
 // runOn is run on db's connections (the primary's or the replica's).
 func (a *Admin) runOn(ctx context.Context, db *bun.DB, op string, fn func(context.Context, bun.Conn) error) error {
 	ctx, cancel := context.WithTimeout(ctx, a.opts.StatementTimeout)
@@ -85,7 +93,7 @@ func (a *Admin) runOn(ctx context.Context, db *bun.DB, op string, fn func(contex
 	}
 	c, err := db.Conn(ctx)
 	if err != nil {
-		return translate(op+": acquire", err)
+		return &acquireError{translate(op+": acquire", err)}
 	}
 	err = fn(ctx, c)
 	if err != nil && (ctx.Err() != nil || sqlState(err) == "57014") && a.opts.Discard != nil {

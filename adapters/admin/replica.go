@@ -47,15 +47,16 @@ func (a *Admin) read(ctx context.Context, op string, fn func(context.Context, bu
 }
 
 // replicaFailed reports an error of the replica itself rather than of the read:
-// unreachable, or the statement cancelled because recovery needed what it read
-// (SQLSTATE 40001, "conflict with recovery"; 57P04: the standby is being promoted or
-// shut down).
+// unreachable, no connection within the statement timeout (a standby that hangs), or
+// the statement cancelled because recovery needed what it read (SQLSTATE 40001,
+// "conflict with recovery"; 57P04: the standby is being promoted or shut down).
 func replicaFailed(err error) bool {
 	switch sqlState(err) {
 	case "40001", "57P01", "57P02", "57P03", "57P04":
 		return true
 	}
-	return errors.Is(err, ports.ErrUnavailable)
+	var acquire *acquireError
+	return errors.Is(err, ports.ErrUnavailable) || errors.As(err, &acquire)
 }
 
 var _ replication.ReplicaReader = (*Admin)(nil)
