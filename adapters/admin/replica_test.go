@@ -231,7 +231,7 @@ func TestReplicaFailed(t *testing.T) {
 	}{
 		{ports.ErrUnavailable, true},
 		{errors.Join(errors.New("list queues"), ports.ErrUnavailable), true},
-		{ports.ErrTimeout, false}, // a slow statement: the primary would not do better
+		{ports.ErrTimeout, false},                                                       // a slow statement: the primary would not do better
 		{&acquireError{fmt.Errorf("list queues: acquire: %w", ports.ErrTimeout)}, true}, // a standby that hangs
 		{errors.New("syntax error"), false},
 	}
