@@ -138,8 +138,7 @@ type ReadRouter struct {
 	history LagHistory
 	said    string // the state the log last announced: "", "replica", "primary: why"
 
-	stop chan struct{}
-	done chan struct{}
+	loop loop
 }
 
 // NewReadRouter returns a ReadRouter measuring through r (nil: no replica, every read goes to the
@@ -183,37 +182,15 @@ func (rt *ReadRouter) Configured() bool { return rt.r != nil }
 // Start measures once at once, then every ReadOptions.Every until Stop. Without a replica
 // it starts nothing.
 func (rt *ReadRouter) Start(ctx context.Context) {
-	if rt.r == nil || rt.stop != nil {
+	if rt.r == nil || rt.loop.running() {
 		return
 	}
-	rt.stop, rt.done = make(chan struct{}), make(chan struct{})
 	rt.Measure(ctx)
-	go rt.run()
+	rt.loop.start(rt.opts.Every, func() { rt.Measure(context.Background()) })
 }
 
 // Stop ends the measurements; reads keep the last choice.
-func (rt *ReadRouter) Stop() {
-	if rt.stop == nil {
-		return
-	}
-	close(rt.stop)
-	<-rt.done
-	rt.stop = nil
-}
-
-func (rt *ReadRouter) run() {
-	defer close(rt.done)
-	t := time.NewTicker(rt.opts.Every)
-	defer t.Stop()
-	for {
-		select {
-		case <-rt.stop:
-			return
-		case <-t.C:
-			rt.Measure(context.Background())
-		}
-	}
-}
+func (rt *ReadRouter) Stop() { rt.loop.halt() }
 
 // Measure takes one reading (bounded by ReadOptions.Timeout), applies the rule and logs a
 // change of server. Start's loop calls it; tests call it to move the choice at once.

@@ -83,8 +83,7 @@ type Check struct {
 	held     atomic.Bool // Require and no synchronous standby at the last reading
 	reason   atomic.Pointer[string]
 	saidHeld bool // the log last said pushes are held; recheck's own
-	stop     chan struct{}
-	done     chan struct{}
+	loop     loop
 }
 
 // New returns a Check reading through r; it starts nothing (see Start). With
@@ -126,37 +125,15 @@ func (c *Check) hold(on bool, why string) {
 // Start reads the set-up once at once and then, with Options.Require, every
 // Options.Every until Stop. Without Require it starts nothing.
 func (c *Check) Start(ctx context.Context) {
-	if !c.opts.Require || c.stop != nil {
+	if !c.opts.Require || c.loop.running() {
 		return
 	}
-	c.stop, c.done = make(chan struct{}), make(chan struct{})
 	c.recheck(ctx)
-	go c.run()
+	c.loop.start(c.opts.Every, func() { c.recheck(context.Background()) })
 }
 
 // Stop ends the re-checks.
-func (c *Check) Stop() {
-	if c.stop == nil {
-		return
-	}
-	close(c.stop)
-	<-c.done
-	c.stop = nil
-}
-
-func (c *Check) run() {
-	defer close(c.done)
-	t := time.NewTicker(c.opts.Every)
-	defer t.Stop()
-	for {
-		select {
-		case <-c.stop:
-			return
-		case <-t.C:
-			c.recheck(context.Background())
-		}
-	}
-}
+func (c *Check) Stop() { c.loop.halt() }
 
 // recheck reads the set-up and holds or releases pushes, logging each change. A failed
 // read changes nothing: the database being away is the drain's to handle.

@@ -241,24 +241,30 @@ func (b *brokerProc) logTail(n int64) string {
 	return string(raw)
 }
 
-// metric reads one unlabelled sample of /metrics/prometheus.
-func (b *brokerProc) metric(ctx context.Context, name string) (float64, error) {
+// metrics reads /metrics/prometheus.
+func (b *brokerProc) metrics(ctx context.Context) (string, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, b.URL+"/metrics/prometheus", nil)
 	if err != nil {
-		return 0, err
+		return "", err
 	}
 	client := &http.Client{Timeout: 5 * time.Second}
 	defer client.CloseIdleConnections()
 	resp, err := client.Do(req)
 	if err != nil {
-		return 0, err
+		return "", err
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
+	return string(body), err
+}
+
+// metric reads one sample of /metrics/prometheus (name with its labels, if any).
+func (b *brokerProc) metric(ctx context.Context, name string) (float64, error) {
+	body, err := b.metrics(ctx)
 	if err != nil {
 		return 0, err
 	}
-	for line := range strings.SplitSeq(string(body), "\n") {
+	for line := range strings.SplitSeq(body, "\n") {
 		if v, ok := strings.CutPrefix(line, name+" "); ok {
 			return strconv.ParseFloat(strings.TrimSpace(v), 64)
 		}

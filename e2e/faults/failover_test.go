@@ -3,8 +3,6 @@ package faults
 import (
 	"context"
 	"fmt"
-	"io"
-	"net/http"
 	"strconv"
 	"strings"
 	"testing"
@@ -172,21 +170,13 @@ func TestFailoverAsyncLoss(t *testing.T) {
 // from queen_http_requests_total.
 func serverErrors(t *testing.T, b *brokerProc) map[string]float64 {
 	t.Helper()
-	client := &http.Client{Timeout: 5 * time.Second}
-	defer client.CloseIdleConnections()
-	resp, err := client.Get(b.URL + "/metrics/prometheus")
-	if err != nil {
-		t.Errorf("metrics of %s: %v", b.URL, err)
-		return nil
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
+	body, err := b.metrics(context.Background())
 	if err != nil {
 		t.Errorf("metrics of %s: %v", b.URL, err)
 		return nil
 	}
 	bad := map[string]float64{}
-	for line := range strings.SplitSeq(string(body), "\n") {
+	for line := range strings.SplitSeq(body, "\n") {
 		labels, ok := strings.CutPrefix(line, "queen_http_requests_total{")
 		if !ok || !strings.Contains(labels, `code="5`) || strings.Contains(labels, `code="503"`) {
 			continue
