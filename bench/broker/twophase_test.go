@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -86,8 +85,13 @@ func BenchmarkTwoPhaseFloor(b *testing.B) {
 			for i := range sides {
 				s := &sides[i]
 				cpu0 := clusterCPU(b, a.PID()) + clusterCPU(b, bb.PID())
-				n, took := runClients(b, s.fn, d/time.Duration(rounds)/2)
-				s.txns, s.took = s.txns+n, s.took+took
+				res := runLoad(twoPhaseClients, d/time.Duration(rounds)/2, func(int, int) (int, error) {
+					return 1, s.fn(context.Background())
+				})
+				if res.errors > 0 {
+					b.Fatalf("%s: %d transactions failed", s.name, res.errors)
+				}
+				s.txns, s.took = s.txns+res.msgs, s.took+res.elapsed
 				s.cpu += clusterCPU(b, a.PID()) + clusterCPU(b, bb.PID()) - cpu0
 			}
 			b.Logf("round %d done", r)
@@ -122,28 +126,6 @@ func prepare(ctx context.Context, p *pgxpool.Pool, gid string, payload []byte) e
 	}
 	_, err = c.Exec(ctx, fmt.Sprintf(`PREPARE TRANSACTION '%s'`, gid))
 	return err
-}
-
-// runClients runs fn from twoPhaseClients goroutines for d and returns how many calls
-// succeeded and how long they ran; a failure fails the benchmark.
-func runClients(b *testing.B, fn func(context.Context) error, d time.Duration) (int64, time.Duration) {
-	var n atomic.Int64
-	var wg sync.WaitGroup
-	began := time.Now()
-	deadline := began.Add(d)
-	for range twoPhaseClients {
-		wg.Go(func() {
-			for time.Now().Before(deadline) {
-				if err := fn(context.Background()); err != nil {
-					b.Error(err)
-					return
-				}
-				n.Add(1)
-			}
-		})
-	}
-	wg.Wait()
-	return n.Load(), time.Since(began)
 }
 
 // startPrepared starts a throwaway cluster that accepts prepared transactions, stopped at
