@@ -51,6 +51,8 @@ type Config struct {
 	RequireSyncReplication bool          `env:"QUEEN_REQUIRE_SYNC_REPLICATION" envDefault:"false" section:"Database" help:"Answer queued only while the database has a synchronous standby attached (re-checked every 2 s): without one, pushes go to the spool (buffered) and its replay waits, and the log and GET /ready say why. An acknowledged push then survives a failover to that standby."`
 	ReadURL                string        `env:"QUEEN_PG_READ_URL" envDefault:"" check:"pgurl" section:"Database" help:"PostgreSQL connection URL of a standby (or several, as a multi-host URL, e.g. with target_session_attrs=prefer-standby) that answers the read-only admin routes: the listings, status, message browse, traces, analytics and the dashboard's reads. Writes, and reads that must see the request's own writes, stay on QUEEN_PG_URL; so do all reads while the standby lags more than QUEEN_READ_MAX_LAG_MS or does not answer. Empty: every read goes to QUEEN_PG_URL."`
 	ReadMaxLag             time.Duration `env:"QUEEN_READ_MAX_LAG_MS" envDefault:"5000" min:"0" section:"Database" help:"Most replay lag, in milliseconds, a read from QUEEN_PG_READ_URL may see: while the standby lags more (measured every second from WAL positions: an idle standby that replayed everything lags 0), those reads answer from QUEEN_PG_URL."`
+	Shards                 string        `env:"QUEEN_SHARDS" envDefault:"" check:"pgurls" section:"Database" help:"Several PostgreSQL clusters (shards) to spread queues over: their connection URLs (postgres:// or postgresql://, each may name several hosts), separated by spaces, or by commas when each URL starts with its scheme. The first is also the catalogue (placements, maintenance flags, cross-shard transaction decisions); the order must never change (each database records its index, and a broker refuses a reordered list). Set it instead of QUEEN_PG_URL and the PG_* parts; one URL is one shard, exactly as QUEEN_PG_URL. Empty: one database, QUEEN_PG_URL's."`
+	ShardsOpen             []int         `env:"QUEEN_SHARDS_OPEN" envDefault:"" envSeparator:"," section:"Database" help:"Comma-separated indexes into QUEEN_SHARDS of the shards new queues may be placed on (queues already placed stay where they are); empty: all of them."`
 
 	// Push path.
 
@@ -177,7 +179,31 @@ func envName(field string) string {
 // start an embedded PostgreSQL in DataDir: QUEEN_PG_URL is empty and none of
 // PG_HOST, PG_PORT, PG_USER, PG_PASSWORD, PG_DATABASE, PG_DB was set.
 func (c Config) Embedded() bool {
-	return c.PGURL == "" && !c.pgPartsSet
+	return c.PGURL == "" && !c.pgPartsSet && c.Shards == ""
+}
+
+// ShardURLs returns the URLs of QUEEN_SHARDS in order, or nil when it is empty.
+func (c Config) ShardURLs() []string { return splitURLs(c.Shards) }
+
+// splitURLs splits a list of PostgreSQL URLs separated by white space, or by commas
+// where the next URL starts with its scheme (a multi-host URL has commas of its own).
+func splitURLs(v string) []string {
+	var out []string
+	for _, field := range strings.Fields(v) {
+		for i, piece := range strings.Split(field, ",") {
+			switch {
+			case i > 0 && !hasPGScheme(piece) && len(out) > 0:
+				out[len(out)-1] += "," + piece
+			case piece != "":
+				out = append(out, piece)
+			}
+		}
+	}
+	return out
+}
+
+func hasPGScheme(v string) bool {
+	return strings.HasPrefix(v, "postgres://") || strings.HasPrefix(v, "postgresql://")
 }
 
 // SpoolDirs returns the spool directory candidates in order of preference:
@@ -198,6 +224,9 @@ func (c Config) SpoolDirs() []string {
 // URL built from the PG_* parts, with sslmode=require when PG_USE_SSL is on
 // and sslmode=disable otherwise. It returns "" when Embedded is true.
 func (c Config) DatabaseURL() string {
+	if urls := c.ShardURLs(); len(urls) > 0 {
+		return urls[0]
+	}
 	if c.PGURL != "" {
 		return c.PGURL
 	}

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -628,5 +629,55 @@ func TestLogOutput(t *testing.T) {
 	}
 	if cfg.LogOutput() != os.Stderr {
 		t.Fatal("WithLogOutput changed the original")
+	}
+}
+
+// TestShards: QUEEN_SHARDS lists URLs (multi-host ones too), names the first as the
+// database, and refuses a mix with QUEEN_PG_URL or an out-of-range QUEEN_SHARDS_OPEN.
+func TestShards(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name    string
+		env     map[string]string
+		want    []string
+		open    []int
+		wantErr string
+	}{
+		{name: "unset", env: map[string]string{}, want: nil},
+		{name: "spaces", env: map[string]string{"QUEEN_SHARDS": "postgres://a/q  postgresql://b/q\npostgres://c/q"},
+			want: []string{"postgres://a/q", "postgresql://b/q", "postgres://c/q"}},
+		{name: "commas and multi-host", env: map[string]string{"QUEEN_SHARDS": "postgres://a1,a2:5433/q?target_session_attrs=read-write,postgres://b/q"},
+			want: []string{"postgres://a1,a2:5433/q?target_session_attrs=read-write", "postgres://b/q"}},
+		{name: "open", env: map[string]string{"QUEEN_SHARDS": "postgres://a/q postgres://b/q postgres://c/q", "QUEEN_SHARDS_OPEN": "1,2"},
+			want: []string{"postgres://a/q", "postgres://b/q", "postgres://c/q"}, open: []int{1, 2}},
+		{name: "not a URL", env: map[string]string{"QUEEN_SHARDS": "host=a dbname=q"}, wantErr: "QUEEN_SHARDS"},
+		{name: "with QUEEN_PG_URL", env: map[string]string{"QUEEN_SHARDS": "postgres://a/q", "QUEEN_PG_URL": "postgres://a/q"},
+			wantErr: "set the shards' URLs in QUEEN_SHARDS only"},
+		{name: "open out of range", env: map[string]string{"QUEEN_SHARDS": "postgres://a/q postgres://b/q", "QUEEN_SHARDS_OPEN": "2"},
+			wantErr: "want indexes of QUEEN_SHARDS, 0 to 1"},
+		{name: "open without shards", env: map[string]string{"QUEEN_SHARDS_OPEN": "0"}, wantErr: "fewer than two shards"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			cfg, err := Parse(tt.env)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want one containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := cfg.ShardURLs(); !slices.Equal(got, tt.want) {
+				t.Errorf("ShardURLs() = %q, want %q", got, tt.want)
+			}
+			if !slices.Equal(cfg.ShardsOpen, tt.open) {
+				t.Errorf("ShardsOpen = %v, want %v", cfg.ShardsOpen, tt.open)
+			}
+			if len(tt.want) > 0 && (cfg.Embedded() || cfg.DatabaseURL() != tt.want[0]) {
+				t.Errorf("Embedded() = %v, DatabaseURL() = %q: want the first shard", cfg.Embedded(), cfg.DatabaseURL())
+			}
+		})
 	}
 }

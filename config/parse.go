@@ -75,6 +75,22 @@ var checks = map[string]check{
 			return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
 		},
 	},
+	"pgurls": {
+		want:   "postgres:// or postgresql:// URLs separated by spaces (or by commas before each scheme)",
+		secret: true,
+		valid: func(v string) bool {
+			urls := splitURLs(v)
+			for _, u := range urls {
+				if !hasPGScheme(u) {
+					return false
+				}
+				if _, err := url.Parse(u); err != nil {
+					return false
+				}
+			}
+			return len(urls) > 0
+		},
+	},
 	"pgurl": {
 		want:   "a postgres:// or postgresql:// URL, or a key=value connection string",
 		secret: true,
@@ -241,6 +257,8 @@ func Parse(environ map[string]string) (Config, error) {
 		cfg.LogFormat = "text" // Queen's QUEEN_LOG_JSON=false, with no LOG_FORMAT to overrule it
 	}
 
+	errs = append(errs, cfg.checkShards(ok("ShardsOpen"))...)
+
 	if len(errs) > 0 {
 		// A value inherited through defaultFrom fails with its source variable: report
 		// that variable once.
@@ -253,6 +271,31 @@ func Parse(environ map[string]string) (Config, error) {
 		return Config{}, errors.Join(errs...)
 	}
 	return cfg, nil
+}
+
+// checkShards checks QUEEN_SHARDS against the single-database variables and
+// QUEEN_SHARDS_OPEN against QUEEN_SHARDS.
+func (c Config) checkShards(openParsed bool) []error {
+	var errs []error
+	n := len(c.ShardURLs())
+	if n > 0 && (c.PGURL != "" || c.pgPartsSet) {
+		errs = append(errs, fmt.Errorf("config: %s is set, and so is %s or a PG_* part: set the shards' URLs in %[1]s only (its first is the database %[2]s would name)",
+			envName("Shards"), envName("PGURL")))
+	}
+	if !openParsed || len(c.ShardsOpen) == 0 {
+		return errs
+	}
+	if n < 2 {
+		return append(errs, fmt.Errorf("config: %s is set but %s names fewer than two shards", envName("ShardsOpen"), envName("Shards")))
+	}
+	for _, i := range c.ShardsOpen {
+		if i < 0 || i >= n {
+			errs = append(errs, fmt.Errorf("config: %s=%v: want indexes of %s, 0 to %d", envName("ShardsOpen"),
+				c.ShardsOpen, envName("Shards"), n-1))
+			break
+		}
+	}
+	return errs
 }
 
 // jwtKeyMaterial checks that the token algorithm has something to check tokens with:

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"log/slog"
 	"reflect"
 	"strconv"
@@ -59,13 +60,24 @@ func effectiveValue(f reflect.StructField, fv reflect.Value) any {
 		if fv.String() == "" {
 			return ""
 		}
+		if f.Tag.Get("check") == "pgurls" {
+			var shown []string
+			for _, u := range splitURLs(fv.String()) {
+				shown = append(shown, redact(u, func(s string) string { return s }))
+			}
+			return strings.Join(shown, " ")
+		}
 		return redact(fv.String(), func(s string) string { return s })
 	}
 	switch {
 	case f.Type == durationType:
 		return int64(fv.Interface().(time.Duration) / time.Millisecond)
 	case fv.Kind() == reflect.Slice:
-		return strings.Join(fv.Interface().([]string), ",")
+		parts := make([]string, fv.Len())
+		for i := range parts {
+			parts[i] = fmt.Sprint(fv.Index(i).Interface())
+		}
+		return strings.Join(parts, ",")
 	case fv.Kind() == reflect.Float64:
 		return strconv.FormatFloat(fv.Float(), 'g', -1, 64)
 	}
