@@ -93,3 +93,23 @@ func firstWriter(stmt func() error) error {
 	}
 	return errors.New("no row readable after three tries")
 }
+
+// HeldQueues lists the queues this database holds, as placements on its shard
+// (Options.Shard): what shard.Backfill records in the catalogue for queues created
+// before the broker was sharded.
+func (s *Store) HeldQueues(ctx context.Context) ([]ports.Placement, error) {
+	var out []ports.Placement
+	err := s.run(ctx, "held queues", func(ctx context.Context, c *pgxpool.Conn) error {
+		rows, err := c.Query(ctx, `SELECT tenant_id::text, name, namespace FROM queen.queues ORDER BY tenant_id, name`)
+		if err != nil {
+			return err
+		}
+		out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (ports.Placement, error) {
+			p := ports.Placement{Shard: s.opts.Shard}
+			err := r.Scan(&p.Tenant, &p.Queue, &p.Namespace)
+			return p, err
+		})
+		return err
+	})
+	return out, err
+}

@@ -119,3 +119,13 @@ func (s *Store) Expire(ctx context.Context, before time.Time) (int, error) {
 	})
 	return int(n), err
 }
+
+// MaxPreparedTransactions is the server's max_prepared_transactions: 0 turns two-phase
+// commit off, and with it transactions across shards.
+func (s *Store) MaxPreparedTransactions(ctx context.Context) (int, error) {
+	var n int
+	err := s.run(ctx, "max_prepared_transactions", func(ctx context.Context, c *pgxpool.Conn) error {
+		return c.QueryRow(ctx, `SELECT current_setting('max_prepared_transactions')::int`).Scan(&n)
+	})
+	return n, err
+}

@@ -67,6 +67,30 @@ func (p *Placer) ShardOf(ctx context.Context, tenant, queue, namespace string) (
 	return p.place(ctx, tenant, queue, namespace, -1)
 }
 
+// Find returns the shard of tenant/queue without placing it: from the copy, else from
+// the catalogue (a hit is kept). ok is false when the catalogue has no row for the queue,
+// which then exists nowhere, or, placed before sharding, on shard 0 (Backfill records
+// those at start-up).
+func (p *Placer) Find(ctx context.Context, tenant, queue string) (n int, ok bool, err error) {
+	if n, ok := p.Cached(tenant, queue); ok {
+		return n, true, nil
+	}
+	have, ok, err := p.store.Lookup(ctx, tenant, queue)
+	if err != nil || !ok {
+		return 0, false, err
+	}
+	if have.Shard < 0 || have.Shard >= p.shards {
+		return 0, false, fmt.Errorf("shard: queue %q is placed on shard %d, which this broker does not have (%d configured)", queue, have.Shard, p.shards)
+	}
+	p.mu.Lock()
+	p.cache[key(tenant, queue)] = have.Shard
+	p.mu.Unlock()
+	return have.Shard, true, nil
+}
+
+// Shards is the number of shards the placer places on.
+func (p *Placer) Shards() int { return p.shards }
+
 // PlaceExplicit places a new queue on shard (configure's shard option); a queue placed
 // already stays where it is: ErrPlacedElsewhere when that is not shard.
 func (p *Placer) PlaceExplicit(ctx context.Context, tenant, queue, namespace string, shard int) (int, error) {
@@ -116,4 +140,18 @@ func (p *Placer) Forget(tenant, queue string) {
 	p.mu.Lock()
 	delete(p.cache, key(tenant, queue))
 	p.mu.Unlock()
+}
+
+// Owner is the shard an event names: the one its partition id names when it has one,
+// else its queue's from the copy (0 when the copy does not know the queue). The peer
+// hints of a commit or a queue change go out on that shard only.
+func (p *Placer) Owner(tenant, queue, partitionID string) int {
+	if partitionID != "" {
+		if n := OfID(partitionID); n < p.shards {
+			return n
+		}
+		return 0
+	}
+	n, _ := p.Cached(tenant, queue)
+	return n
 }

@@ -1,0 +1,101 @@
+package shard
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/google/uuid"
+
+	"github.com/queen-go/queen/core/push"
+)
+
+// Pushers sends each pushed item to the push service of its queue's shard: each shard
+// has its own fusion, spool and replay, so one shard's outage spools only its own
+// queues' pushes. A request whose items span shards is split, its parts pushed in
+// parallel and the results put back in request order. Transactions all go to one
+// service, whose transaction store spans the shards (core/twophase).
+type Pushers struct {
+	services []*push.Service // index = shard number
+	txn      *push.Service
+	placer   *Placer
+}
+
+// NewPushers returns the router over services (index = shard number); txn runs every
+// transaction.
+func NewPushers(services []*push.Service, txn *push.Service, placer *Placer) *Pushers {
+	return &Pushers{services: services, txn: txn, placer: placer}
+}
+
+// Push stores items (validated) on their queues' shards and returns one result per item
+// in order. An item whose queue cannot be placed (the catalogue did not answer for a
+// queue this broker has not seen) fails, and says why: nothing of it was accepted.
+func (p *Pushers) Push(ctx context.Context, tenant, producerSub string, items []push.Item) []push.Result {
+	shardOf := make([]int, len(items))
+	groups := make(map[int][]int, 1)
+	var failed []push.Result
+	for i, it := range items {
+		n, err := p.placer.ShardOf(ctx, tenant, it.Queue, "")
+		if err != nil {
+			failed = append(failed, unplaced(i, it, err))
+			shardOf[i] = -1
+			continue
+		}
+		shardOf[i] = n
+		groups[n] = append(groups[n], i)
+	}
+	if len(groups) == 1 && failed == nil {
+		for n := range groups {
+			return p.services[n].Push(ctx, tenant, producerSub, items)
+		}
+	}
+	out := make([]push.Result, len(items))
+	for _, r := range failed {
+		out[r.Index] = r
+	}
+	var wg sync.WaitGroup
+	for n, idx := range groups {
+		wg.Go(func() {
+			sub := make([]push.Item, len(idx))
+			for j, i := range idx {
+				sub[j] = items[i]
+			}
+			for j, r := range p.services[n].Push(ctx, tenant, producerSub, sub) {
+				r.Index = idx[j]
+				out[idx[j]] = r
+			}
+		})
+	}
+	wg.Wait()
+	return out
+}
+
+// unplaced is the failed result of an item whose queue has no known shard.
+func unplaced(i int, it push.Item, err error) push.Result {
+	id, _ := uuid.NewV7() // fails only when the system's random source does
+	txn, part := it.TransactionID, it.Partition
+	if txn == "" {
+		txn = id.String()
+	}
+	if part == "" {
+		part = push.DefaultPartition
+	}
+	return push.Result{Index: i, MessageID: id, TransactionID: txn, Queue: it.Queue, Partition: part,
+		Status: push.StatusFailed, Err: fmt.Errorf("the catalogue (shard 0) did not say which shard holds queue %q: %w", it.Queue, err)}
+}
+
+// Transaction commits ops atomically across the shards they touch.
+func (p *Pushers) Transaction(ctx context.Context, tenant, producerSub string, ops []push.TxnOp, hint string) ([]push.TxnResult, error) {
+	return p.txn.Transaction(ctx, tenant, producerSub, ops, hint)
+}
+
+// Stats sums the services' counters.
+func (p *Pushers) Stats() push.Stats {
+	var s push.Stats
+	for _, sv := range p.services {
+		st := sv.Stats()
+		s.Requests += st.Requests
+		s.Messages += st.Messages
+	}
+	return s
+}
