@@ -44,6 +44,7 @@ type App struct {
 	ready   *readiness.Check
 	repl    *replication.Check
 	reads   *replication.ReadRouter
+	shards  *ShardStacks // the components of the shards after the first (QUEEN_SHARDS)
 	http    *http.Server
 
 	ln     net.Listener
@@ -53,9 +54,9 @@ type App struct {
 // NewApp assembles the broker from its components.
 func NewApp(cfg config.Config, log *slog.Logger, flags *maintenance.Flags, b *fusion.Batcher, sp *spool.Spool,
 	d *drain.Drainer, hot *hotlist.List, mesh *peers.Mesh, ret *retention.Job, rec *history.Recorder, keys *jwks.Client,
-	ready *readiness.Check, repl *replication.Check, reads *replication.ReadRouter, srv *http.Server, c *consume.Service) *App {
+	ready *readiness.Check, repl *replication.Check, reads *replication.ReadRouter, shards *ShardStacks, srv *http.Server, c *consume.Service) *App {
 	return &App{cfg: cfg, log: log, flags: flags, consume: c, batcher: b, spool: sp, drainer: d, hot: hot, mesh: mesh,
-		ret: ret, history: rec, keys: keys, ready: ready, repl: repl, reads: reads, http: srv, failed: make(chan error, 1)}
+		ret: ret, history: rec, keys: keys, ready: ready, repl: repl, reads: reads, shards: shards, http: srv, failed: make(chan error, 1)}
 }
 
 // Logger is the broker's logger.
@@ -76,6 +77,7 @@ func (a *App) Start(ctx context.Context) error {
 	a.hot.Start()
 	a.mesh.Start()
 	a.ret.Start()
+	a.shards.Start(ctx)
 	if a.keys != nil {
 		// Before listening: the first requests find the key set fetched (or its failure
 		// logged).
@@ -144,6 +146,9 @@ func (a *App) stopComponents(ctx context.Context) error {
 	}
 	a.ret.Stop()
 	a.mesh.Stop()
+	if err := a.shards.Stop(ctx, a.cfg.StatementTimeout+5*time.Second); err != nil {
+		errs = append(errs, err)
+	}
 	a.hot.Stop()
 	a.drainer.Stop()
 	a.repl.Stop()

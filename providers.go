@@ -87,6 +87,11 @@ var ProviderSet = wire.NewSet(
 	ProvideReplication,
 	ProvideHandler,
 	ProvideHTTPServer,
+	ProvideShards,
+	ProvideRouting,
+	wire.FieldsOf(new(Routing), "Consume", "Hot", "Settings", "Queues", "Txn"),
+	ProvideShardStacks,
+	ProvidePusher,
 	NewApp,
 )
 
@@ -107,6 +112,7 @@ var storageSet = wire.NewSet(
 var DrainSet = wire.NewSet(
 	storageSet,
 	ProvideConfiguredDatabase,
+	wire.Bind(new(ports.QueueSettings), new(*postgres.Store)),
 	ProvideSealer,
 	ProvideEncryption,
 	ProvideDrainJob,
@@ -153,9 +159,15 @@ func ProvideDatabase(ctx context.Context, cfg config.Config, log *slog.Logger) (
 // ProvideStore opens the pool and applies the schema (unless QUEEN_APPLY_SCHEMA=false),
 // at once or, when the database is unreachable, as soon as it answers.
 func ProvideStore(ctx context.Context, url DatabaseURL, cfg config.Config, log *slog.Logger) (*postgres.Store, func(), error) {
-	s, err := postgres.Open(ctx, string(url), postgres.Options{
+	return openStore(ctx, string(url), 0, cfg, log)
+}
+
+// openStore opens the pool of shard n's database and applies the schema (unless
+// QUEEN_APPLY_SCHEMA=false), which also checks that the database is shard n.
+func openStore(ctx context.Context, url string, n int, cfg config.Config, log *slog.Logger) (*postgres.Store, func(), error) {
+	s, err := postgres.Open(ctx, url, postgres.Options{
 		PoolSize: cfg.PoolSize, StatementTimeout: cfg.StatementTimeout, Logger: log,
-		ApplicationName: "queen-go:" + cfg.ServerID,
+		ApplicationName: "queen-go:" + cfg.ServerID, Shard: n,
 	})
 	if err != nil {
 		return nil, nil, err
@@ -221,7 +233,7 @@ func ProvideSealer(cfg config.Config) (*envelope.Sealer, error) {
 // transactions, spool replay): it reads the queues' flags from the store, caches them for
 // QUEEN_CACHE_REFRESH_INTERVAL_MS, and forgets a queue's flag when the queue changes, on
 // this broker or, announced by the peer mesh (ProvidePeers), on another.
-func ProvideEncryption(sealer *envelope.Sealer, store *postgres.Store, changes *notify.QueueChanges, cfg config.Config,
+func ProvideEncryption(sealer *envelope.Sealer, store ports.QueueSettings, changes *notify.QueueChanges, cfg config.Config,
 	log *slog.Logger) *encryption.Policy {
 	p := encryption.New(sealer, store, encryption.Options{CacheTTL: cfg.CacheRefresh, Logger: log})
 	changes.Subscribe(p.QueueChanged)
@@ -230,11 +242,11 @@ func ProvideEncryption(sealer *envelope.Sealer, store *postgres.Store, changes *
 
 // ProvidePushService builds the push use case: pushes through fusion, transactions on
 // the store, the spool behind the gate, payloads prepared by the encryption policy.
-func ProvidePushService(b *fusion.Batcher, enc *encryption.Policy, store *postgres.Store, codec *segment.Codec,
+func ProvidePushService(b *fusion.Batcher, enc *encryption.Policy, txns ports.TransactionStore, codec *segment.Codec,
 	commits *notify.Commits, sp *spool.Spool, gate *drain.Gate, c *consume.Service, act ports.Activity, log *slog.Logger) *push.Service {
 	return push.New(b, push.Options{
 		Encryption: enc, Logger: log, Activity: act,
-		Transactions: store, Codec: codec, Commits: commits, AcksApplied: c.Applied,
+		Transactions: txns, Codec: codec, Commits: commits, AcksApplied: c.Applied,
 		Spool: sp, Divert: gate.Divert, BundleFailed: gate.BundleFailed,
 	})
 }
@@ -248,7 +260,7 @@ func ProvideWaker() *consume.Waker { return consume.NewWaker() }
 
 // ProvideHotlist builds the hot-list (QUEEN_HOTLIST): it hears of every commit and queue
 // change, and wakes the parked pops (at once when it is off).
-func ProvideHotlist(store *postgres.Store, waker *consume.Waker, commits *notify.Commits, changes *notify.QueueChanges,
+func ProvideHotlist(store ports.HotlistStore, waker *consume.Waker, commits *notify.Commits, changes *notify.QueueChanges,
 	timers *stages.Timers, cfg config.Config, log *slog.Logger) *hotlist.List {
 	l := hotlist.New(store, hotlist.Options{
 		Enabled: cfg.Hotlist, Wake: waker.Notify, Shards: cfg.HotlistShards, WindowBatch: cfg.HotlistWindowBatch,
@@ -267,8 +279,12 @@ func ProvideHotlist(store *postgres.Store, waker *consume.Waker, commits *notify
 // fusion's dedup state, the hot-list, the admin listings) forgets a queue configured or
 // deleted on another broker at once instead of after QUEEN_CACHE_REFRESH_INTERVAL_MS.
 func ProvidePeers(store *postgres.Store, hot *hotlist.List, commits *notify.Commits, changes *notify.QueueChanges,
-	cfg config.Config, log *slog.Logger) *peers.Mesh {
+	sh *Shards, cfg config.Config, log *slog.Logger) *peers.Mesh {
 	m := peers.New(store, hot, peers.Options{Enabled: cfg.PeerHints, Changes: changes, Logger: log})
+	if sh.Sharded() {
+		subscribeOwn(m, 0, sh.Placer, commits, changes) // each shard's mesh announces its own
+		return m
+	}
 	commits.Subscribe(m.Committed)
 	changes.Subscribe(m.QueueChanged)
 	return m
@@ -276,7 +292,7 @@ func ProvidePeers(store *postgres.Store, hot *hotlist.List, commits *notify.Comm
 
 // ProvideConsumeService builds the pop/ack use case; pops claim nothing during pop
 // maintenance.
-func ProvideConsumeService(store *postgres.Store, codec *segment.Codec, sealer *envelope.Sealer, waker *consume.Waker,
+func ProvideConsumeService(store ports.ConsumeStore, codec *segment.Codec, sealer *envelope.Sealer, waker *consume.Waker,
 	hot *hotlist.List, commits *notify.Commits, m *maintenance.Flags, act ports.Activity, timers *stages.Timers,
 	cfg config.Config, log *slog.Logger) *consume.Service {
 	return consume.New(store, codec, consume.Options{
@@ -301,7 +317,7 @@ func ProvideReadiness(store *postgres.Store, d *drain.Drainer, repl *replication
 
 // ProvideHandler builds the HTTP routes and the Prometheus exporter; every answered
 // request feeds the request metrics.
-func ProvideHandler(p *push.Service, c *consume.Service, m *maintenance.Flags, qs *queues.Service, d *drain.Drainer,
+func ProvideHandler(p httpapi.Pusher, c *consume.Service, m *maintenance.Flags, qs *queues.Service, d *drain.Drainer,
 	store *postgres.Store, b *fusion.Batcher, limiter *vegas.Limiter, hot *hotlist.List, mesh *peers.Mesh,
 	waker *consume.Waker, resources *adminapi.Resources, groups *adminapi.Groups, messages *adminapi.Messages,
 	traces *adminapi.Traces, an *adminapi.Analytics, ui UI, st *streams.Service, ret *retention.Job, rec *history.Recorder,

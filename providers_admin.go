@@ -14,6 +14,7 @@ import (
 	"github.com/queen-go/queen/core/queues"
 	"github.com/queen-go/queen/core/replication"
 	"github.com/queen-go/queen/core/segment"
+	"github.com/queen-go/queen/ports"
 )
 
 // AdminDB are the database/sql handles of the administrative queries: the primary's, on
@@ -86,6 +87,6 @@ func ProvideAdmin(dbs AdminDB, reads *replication.ReadRouter, cfg config.Config,
 
 // ProvideQueues builds the queue administration use case; it announces every queue it
 // reconfigures or deletes.
-func ProvideQueues(a *admin.Admin, sealer *envelope.Sealer, codec *segment.Codec, changes *notify.QueueChanges, log *slog.Logger) *queues.Service {
+func ProvideQueues(a ports.QueueAdmin, sealer *envelope.Sealer, codec *segment.Codec, changes *notify.QueueChanges, log *slog.Logger) *queues.Service {
 	return queues.New(a, queues.Options{Sealer: sealer, Codec: codec, Logger: log, Changes: changes})
 }

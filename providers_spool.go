@@ -28,8 +28,13 @@ func ProvideMaintenance(store *postgres.Store, cfg config.Config, log *slog.Logg
 // directory another live broker owns stops start-up: two brokers must not share one
 // spool.
 func ProvideSpool(cfg config.Config, log *slog.Logger) (*spool.Spool, func(), error) {
+	return openSpool(cfg.SpoolDirs(), cfg, log)
+}
+
+// openSpool opens the spool in the first usable directory of dirs.
+func openSpool(dirs []string, cfg config.Config, log *slog.Logger) (*spool.Spool, func(), error) {
 	var errs []error
-	for _, dir := range cfg.SpoolDirs() {
+	for _, dir := range dirs {
 		fsys, err := spoolfs.New(dir)
 		if err != nil {
 			errs = append(errs, err)

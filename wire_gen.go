@@ -52,23 +52,6 @@ func InitializeApp(ctx context.Context, cfg config.Config) (*App, func(), error)
 		cleanup()
 		return nil, nil, err
 	}
-	policy := ProvideEncryption(sealer, store, queueChanges, cfg, logger)
-	check := ProvideReplication(store, cfg, logger)
-	drainer := ProvideDrainer(spool, batcher, policy, store, flags, check, cfg, logger)
-	waker := ProvideWaker()
-	list := ProvideHotlist(store, waker, commits, queueChanges, timers, cfg, logger)
-	mesh := ProvidePeers(store, list, commits, queueChanges, cfg, logger)
-	recorder := ProvideHistory(store, waker, spool, cfg, logger)
-	activity := ProvideActivity(recorder)
-	job := ProvideRetention(store, activity, cfg, logger)
-	client, err := ProvideKeySet(cfg, logger)
-	if err != nil {
-		cleanup3()
-		cleanup2()
-		cleanup()
-		return nil, nil, err
-	}
-	readinessCheck := ProvideReadiness(store, drainer, check)
 	adminDB, cleanup4, err := ProvideAdminDB(ctx, store, cfg, logger)
 	if err != nil {
 		cleanup3()
@@ -77,11 +60,54 @@ func InitializeApp(ctx context.Context, cfg config.Config) (*App, func(), error)
 		return nil, nil, err
 	}
 	readRouter := ProvideReadRouter(adminDB, cfg, logger)
-	gate := ProvideGate(drainer, flags, check)
-	service := ProvideConsumeService(store, codec, sealer, waker, list, commits, flags, activity, timers, cfg, logger)
-	pushService := ProvidePushService(batcher, policy, store, codec, commits, spool, gate, service, activity, logger)
 	admin := ProvideAdmin(adminDB, readRouter, cfg, logger)
-	queuesService := ProvideQueues(admin, sealer, codec, queueChanges, logger)
+	shards, cleanup5, err := ProvideShards(ctx, store, cfg, logger)
+	if err != nil {
+		cleanup4()
+		cleanup3()
+		cleanup2()
+		cleanup()
+		return nil, nil, err
+	}
+	routing := ProvideRouting(store, admin, shards, logger)
+	queueSettings := routing.Settings
+	policy := ProvideEncryption(sealer, queueSettings, queueChanges, cfg, logger)
+	check := ProvideReplication(store, cfg, logger)
+	drainer := ProvideDrainer(spool, batcher, policy, store, flags, check, cfg, logger)
+	hotlistStore := routing.Hot
+	waker := ProvideWaker()
+	list := ProvideHotlist(hotlistStore, waker, commits, queueChanges, timers, cfg, logger)
+	mesh := ProvidePeers(store, list, commits, queueChanges, shards, cfg, logger)
+	recorder := ProvideHistory(store, waker, spool, cfg, logger)
+	activity := ProvideActivity(recorder)
+	job := ProvideRetention(store, activity, cfg, logger)
+	client, err := ProvideKeySet(cfg, logger)
+	if err != nil {
+		cleanup5()
+		cleanup4()
+		cleanup3()
+		cleanup2()
+		cleanup()
+		return nil, nil, err
+	}
+	readinessCheck := ProvideReadiness(store, drainer, check)
+	consumeStore := routing.Consume
+	service := ProvideConsumeService(consumeStore, codec, sealer, waker, list, commits, flags, activity, timers, cfg, logger)
+	shardStacks, cleanup6, err := ProvideShardStacks(shards, codec, commits, queueChanges, timers, policy, flags, service, list, activity, cfg, logger)
+	if err != nil {
+		cleanup5()
+		cleanup4()
+		cleanup3()
+		cleanup2()
+		cleanup()
+		return nil, nil, err
+	}
+	transactionStore := routing.Txn
+	gate := ProvideGate(drainer, flags, check)
+	pushService := ProvidePushService(batcher, policy, transactionStore, codec, commits, spool, gate, service, activity, logger)
+	pusher := ProvidePusher(pushService, shardStacks, shards)
+	queueAdmin := routing.Queues
+	queuesService := ProvideQueues(queueAdmin, sealer, codec, queueChanges, logger)
 	groupChanges := ProvideGroupChanges(list, waker)
 	resources := ProvideResources(admin, flags, list, mesh, queueChanges, groupChanges, cfg, logger)
 	groups := ProvideGroups(admin, groupChanges, queueChanges, cfg, logger)
@@ -92,16 +118,20 @@ func InitializeApp(ctx context.Context, cfg config.Config) (*App, func(), error)
 	streamsService := ProvideStreams(store, pushService, commits, list, logger)
 	verifier, err := ProvideVerifier(cfg, client, logger)
 	if err != nil {
+		cleanup6()
+		cleanup5()
 		cleanup4()
 		cleanup3()
 		cleanup2()
 		cleanup()
 		return nil, nil, err
 	}
-	handler := ProvideHandler(pushService, service, flags, queuesService, drainer, store, batcher, limiter, list, mesh, waker, resources, groups, messages, traces, analytics, ui, streamsService, job, recorder, verifier, readinessCheck, timers, check, readRouter, cfg, logger)
+	handler := ProvideHandler(pusher, service, flags, queuesService, drainer, store, batcher, limiter, list, mesh, waker, resources, groups, messages, traces, analytics, ui, streamsService, job, recorder, verifier, readinessCheck, timers, check, readRouter, cfg, logger)
 	server := ProvideHTTPServer(cfg, handler)
-	app := NewApp(cfg, logger, flags, batcher, spool, drainer, list, mesh, job, recorder, client, readinessCheck, check, readRouter, server, service)
+	app := NewApp(cfg, logger, flags, batcher, spool, drainer, list, mesh, job, recorder, client, readinessCheck, check, readRouter, shardStacks, server, service)
 	return app, func() {
+		cleanup6()
+		cleanup5()
 		cleanup4()
 		cleanup3()
 		cleanup2()

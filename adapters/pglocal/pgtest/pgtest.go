@@ -278,10 +278,17 @@ func NewDatabaseWith(t testing.TB, settings ...string) string {
 // server whose settings differ); without PostgreSQL binaries it fails the test.
 func NewCluster(t testing.TB) string {
 	t.Helper()
+	return NewClusterWith(t, 20, nil)
+}
+
+// NewClusterWith is NewCluster with maxConnections connections and extra server
+// settings (such as max_prepared_transactions).
+func NewClusterWith(t testing.TB, maxConnections int, settings map[string]string) string {
+	t.Helper()
 	dir := t.TempDir() // pglocal opens it to the postgres user when running as root
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
-	s, err := pglocal.Start(ctx, filepath.Join(dir, "data"), pglocal.Options{MaxConnections: 20,
+	s, err := pglocal.Start(ctx, filepath.Join(dir, "data"), pglocal.Options{MaxConnections: maxConnections, Settings: settings,
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))})
 	if err != nil {
 		t.Fatalf("pgtest: NewCluster: %v", err)

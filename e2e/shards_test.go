@@ -1,0 +1,226 @@
+package e2e
+
+import (
+	"fmt"
+	"maps"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/queen-go/queen/adapters/pglocal/pgtest"
+)
+
+// shardSet is three PostgreSQL clusters serving one broker as shards (QUEEN_SHARDS):
+// shard 0, the catalogue, on the shared test cluster, shards 1 and 2 on clusters of the
+// test's own, all able to prepare transactions.
+type shardSet struct {
+	urls []string
+}
+
+func newShardSet(t *testing.T) shardSet {
+	t.Helper()
+	urls := []string{pgtest.NewDatabase(t)}
+	for range 2 {
+		urls = append(urls, pgtest.NewClusterWith(t, 60, map[string]string{"max_prepared_transactions": "20"}))
+	}
+	return shardSet{urls: urls}
+}
+
+// env is a broker's configuration on the shards, in the order given (the list's order is
+// the shards' numbers).
+func (s shardSet) env(extra map[string]string, urls ...string) map[string]string {
+	if urls == nil {
+		urls = s.urls
+	}
+	env := map[string]string{"QUEEN_PG_URL": "", "QUEEN_SHARDS": strings.Join(urls, " "), "DB_POOL_SIZE": "12"}
+	maps.Copy(env, extra)
+	return env
+}
+
+// shardOf is the shard the catalogue placed queue on; the test fails when none.
+func (s shardSet) shardOf(t *testing.T, queue string) int {
+	t.Helper()
+	n, ok := pgtest.Placement(t, s.urls[0], queue)
+	if !ok {
+		t.Fatalf("queue %s is not placed", queue)
+	}
+	return n
+}
+
+// holders are the shards whose database stores messages of queue.
+func (s shardSet) holders(t *testing.T, queue string) []int {
+	t.Helper()
+	var out []int
+	for n, u := range s.urls {
+		if len(pgtest.StoredMessages(t, u, queue)) > 0 {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// idShard is the shard a partition or lease id names (docs/design.md, "Routing without
+// a lookup"): the first four hex digits of a version 8 UUID, 0 for any other version.
+func idShard(t *testing.T, id string) int {
+	t.Helper()
+	if len(id) != 36 || id[14] != '8' {
+		return 0
+	}
+	var n int
+	if _, err := fmt.Sscanf(id[:4], "%04x", &n); err != nil {
+		t.Fatalf("id %s: %v", id, err)
+	}
+	return n
+}
+
+// TestShardsRouteByPlacementAndID: with three shards, one push request spanning them
+// stores each queue's messages on the shard the catalogue placed it on; pops find them
+// there, acks and lease extensions reach them by the ids alone, a namespace pop gathers
+// across shards, and a transaction across two shards commits or rolls back whole. A
+// broker given the shards in another order refuses to start; one given them in order
+// finds every queue where it was.
+func TestShardsRouteByPlacementAndID(t *testing.T) {
+	t.Parallel()
+	shards := newShardSet(t)
+	b := startBrokerOn(t, shards.urls[0], shards.env(nil))
+
+	var items []map[string]any
+	for i := range 24 {
+		items = append(items, map[string]any{"queue": fmt.Sprintf("sh-%02d", i), "payload": map[string]any{"i": i},
+			"transactionId": fmt.Sprintf("first-%02d", i)})
+	}
+	for _, r := range b.push(t, items...) {
+		if r.Status != "queued" {
+			t.Fatalf("push across shards: %+v", r)
+		}
+	}
+	on := map[int][]string{}
+	for _, it := range items {
+		q := it["queue"].(string)
+		n := shards.shardOf(t, q)
+		if got := shards.holders(t, q); !slices.Equal(got, []int{n}) {
+			t.Fatalf("queue %s placed on shard %d is stored on shards %v", q, n, got)
+		}
+		on[n] = append(on[n], q)
+	}
+	if len(on[0]) == 0 || len(on[1]) == 0 || len(on[2]) == 0 {
+		t.Fatalf("24 queues over three shards left one empty: %v", on)
+	}
+	q1, q2 := on[1][0], on[2][0]
+
+	t.Run("pop and ack by id", func(t *testing.T) {
+		for n, q := range []string{on[0][0], q1, q2} {
+			m := b.popOne(t, q)
+			if got := idShard(t, m.PartitionID); got != n {
+				t.Fatalf("partition %s of %s on shard %d names shard %d", m.PartitionID, q, n, got)
+			}
+			if res := b.ackBatch(t, "", ackItemOf(m, "completed")); !res[0].Success {
+				t.Fatalf("ack on shard %d: %+v", n, res[0])
+			}
+			if p := b.pop(t, "/api/v1/pop/queue/"+q+"?batch=1"); p != nil {
+				t.Fatalf("acked message of shard %d delivered again: %+v", n, p)
+			}
+		}
+	})
+
+	t.Run("lease extension", func(t *testing.T) {
+		b.push(t, map[string]any{"queue": q2, "payload": 1, "transactionId": "lease-1"})
+		m := b.popOne(t, q2)
+		if r := b.extend(t, m.LeaseID, `{"seconds":120}`); r.Renewed != 1 {
+			t.Fatalf("extend a lease on shard 2: %+v", r)
+		}
+		if res := b.ackBatch(t, "", ackItemOf(m, "completed")); !res[0].Success {
+			t.Fatalf("ack after the extension: %+v", res[0])
+		}
+	})
+
+	t.Run("namespace pop across shards", func(t *testing.T) {
+		for _, q := range []string{q1, q2} {
+			b.configure(t, `{"queue":"`+q+`","namespace":"ns-across"}`)
+			b.push(t, map[string]any{"queue": q, "payload": 1, "transactionId": "ns-" + q})
+		}
+		seen := map[string]bool{}
+		deadline := time.Now().Add(10 * time.Second)
+		for len(seen) < 2 && time.Now().Before(deadline) {
+			p := b.pop(t, "/api/v1/pop?namespace=ns-across&batch=10&wait=false")
+			if p == nil {
+				continue
+			}
+			for _, m := range p.Messages {
+				seen[m.TransactionID] = true
+				if res := b.ackBatch(t, "", ackItemOf(m, "completed")); !res[0].Success {
+					t.Fatalf("ack of a namespace pop: %+v", res[0])
+				}
+			}
+		}
+		if !seen["ns-"+q1] || !seen["ns-"+q2] {
+			t.Fatalf("namespace pops delivered %v, want both shards' messages", seen)
+		}
+	})
+
+	t.Run("configure co-locates a namespace", func(t *testing.T) {
+		b.configure(t, `{"queue":"coloc-a","namespace":"ns-new"}`)
+		b.configure(t, `{"queue":"coloc-b","namespace":"ns-new"}`)
+		if a, c := shards.shardOf(t, "coloc-a"), shards.shardOf(t, "coloc-b"); a != c {
+			t.Fatalf("queues of one namespace on shards %d and %d", a, c)
+		}
+	})
+
+	t.Run("transaction across shards", func(t *testing.T) {
+		b.push(t, map[string]any{"queue": q1, "payload": 1, "transactionId": "txn-in"})
+		in := b.popOne(t, q1)
+		code, r := b.txn(t, map[string]any{"operations": []any{
+			map[string]any{"type": "ack", "transactionId": "txn-in", "partitionId": in.PartitionID, "leaseId": in.LeaseID},
+			map[string]any{"type": "push", "queue": q2, "payload": map[string]any{"moved": true}, "transactionId": "txn-out"},
+		}})
+		if code != http.StatusOK || !r.Success {
+			t.Fatalf("transaction across shards: %d %+v", code, r)
+		}
+		if p := b.pop(t, "/api/v1/pop/queue/"+q1+"?batch=1"); p != nil {
+			t.Fatalf("the transaction's ack on shard 1 did not hold: %+v", p)
+		}
+		if out := b.popOne(t, q2); out.TransactionID != "txn-out" {
+			t.Fatalf("the transaction's push on shard 2: %+v", out)
+		}
+
+		// An unknown message on shard 2 rolls back the push on shard 1 too.
+		before := len(pgtest.StoredMessages(t, shards.urls[1], q1))
+		code, r = b.txn(t, map[string]any{"operations": []any{
+			map[string]any{"type": "push", "queue": q1, "payload": 1, "transactionId": "txn-rolled-back"},
+			map[string]any{"type": "ack", "transactionId": "never-pushed", "partitionId": firstPartition(t, b, q2)},
+		}})
+		if code != http.StatusOK || r.Success || r.Reason != "ack_rejected" {
+			t.Fatalf("rollback across shards: %d %+v", code, r)
+		}
+		if after := len(pgtest.StoredMessages(t, shards.urls[1], q1)); after != before {
+			t.Fatalf("a rolled-back transaction stored %d messages on shard 1", after-before)
+		}
+	})
+
+	// The same shards in another order: the broker must refuse them (acks would go to
+	// the wrong database).
+	reordered := []string{shards.urls[0], shards.urls[2], shards.urls[1]}
+	if _, err := launchBroker(t, shards.urls[0], shards.env(nil, reordered...), nil); err == nil ||
+		!strings.Contains(err.Error(), "was the list of shards reordered?") {
+		t.Fatalf("a broker on reordered shards started (err %v)", err)
+	}
+	// A second broker in order finds every queue where the first placed it.
+	b2 := startBrokerOn(t, shards.urls[0], shards.env(nil))
+	b2.push(t, map[string]any{"queue": q2, "payload": 1, "transactionId": "second-broker"})
+	if got := shards.holders(t, q2); !slices.Equal(got, []int{2}) {
+		t.Fatalf("a second broker stored %s on shards %v", q2, got)
+	}
+}
+
+// firstPartition is the id of queue's partition Default, read from a pop under a group
+// of its own (which leaves the queue-mode group's cursor alone).
+func firstPartition(t *testing.T, b *broker, queue string) string {
+	t.Helper()
+	p := b.pop(t, "/api/v1/pop/queue/"+queue+"?batch=1&consumerGroup=peek&subscriptionMode=all&autoAck=true")
+	if p == nil || len(p.Messages) == 0 {
+		t.Fatalf("queue %s has no message to name its partition", queue)
+	}
+	return p.Messages[0].PartitionID
+}
