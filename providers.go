@@ -91,6 +91,7 @@ var ProviderSet = wire.NewSet(
 	ProvideRouting,
 	wire.FieldsOf(new(Routing), "Consume", "Hot", "Settings", "Queues", "Txn"),
 	ProvideShardStacks,
+	ProvideSpoolStatus,
 	ProvidePusher,
 	NewApp,
 )
@@ -311,13 +312,14 @@ func ProvideReplication(store *postgres.Store, cfg config.Config, log *slog.Logg
 }
 
 // ProvideReadiness builds GET /ready's check over the database and the spool's writes.
-func ProvideReadiness(store *postgres.Store, d *drain.Drainer, repl *replication.Check) *readiness.Check {
-	return readiness.New(store, d.SpoolWriteFailedAt, readiness.Options{Held: repl.HeldReason})
+func ProvideReadiness(store *postgres.Store, spools SpoolStatus, repl *replication.Check) *readiness.Check {
+	failedAt := func() time.Time { return spools().SpoolWriteFailedAt }
+	return readiness.New(store, failedAt, readiness.Options{Held: repl.HeldReason})
 }
 
 // ProvideHandler builds the HTTP routes and the Prometheus exporter; every answered
 // request feeds the request metrics.
-func ProvideHandler(p httpapi.Pusher, c *consume.Service, m *maintenance.Flags, qs *queues.Service, d *drain.Drainer,
+func ProvideHandler(p httpapi.Pusher, c *consume.Service, m *maintenance.Flags, qs *queues.Service, spools SpoolStatus,
 	store *postgres.Store, b *fusion.Batcher, limiter *vegas.Limiter, hot *hotlist.List, mesh *peers.Mesh,
 	waker *consume.Waker, resources *adminapi.Resources, groups *adminapi.Groups, messages *adminapi.Messages,
 	traces *adminapi.Traces, an *adminapi.Analytics, ui UI, st *streams.Service, ret *retention.Job, rec *history.Recorder,
@@ -331,11 +333,11 @@ func ProvideHandler(p httpapi.Pusher, c *consume.Service, m *maintenance.Flags, 
 	prom := metrics.Handler(metrics.Sources{
 		Fusion: b.Stats, Push: p.Stats, PushLimit: limiter.Limit, Consume: c.Stats,
 		Pool:      store.PoolStat,
-		DBCommits: store.Commits, OldestXact: store.OldestXactAge, SyncReplication: repl.Sync, ReplicaLag: replicaLag, Maintenance: m.Push, PopMaintenance: m.Pop, Spool: d.Status,
+		DBCommits: store.Commits, OldestXact: store.OldestXactAge, SyncReplication: repl.Sync, ReplicaLag: replicaLag, Maintenance: m.Push, PopMaintenance: m.Pop, Spool: spools,
 		Hotlist: hot.Stats, Peers: mesh.Stats, Parked: waker.Parked, Retention: ret.Stats, History: rec.Stats, Requests: requests,
 		Stages: timers,
 	})
-	return httpapi.New(httpapi.Services{Push: p, DB: store, Consume: c, Queues: qs, Maintenance: m, Buffers: d.Status,
+	return httpapi.New(httpapi.Services{Push: p, DB: store, Consume: c, Queues: qs, Maintenance: m, Buffers: spools,
 		Resources: resources, Groups: groups, Messages: messages, Traces: traces, Analytics: an, Streams: st},
 		httpapi.Options{MaxBodyBytes: cfg.MaxBodyBytes, MaxPushItems: cfg.MaxPushItems, Version: Version, Logger: log, Prometheus: prom,
 			PoolStats: store.PoolStats, Auth: verifier, SkipPaths: cfg.JWTSkipPaths, AccessLog: cfg.AccessLog,

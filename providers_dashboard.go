@@ -9,7 +9,6 @@ import (
 	"github.com/queen-go/queen/adapters/httpapi"
 	"github.com/queen-go/queen/config"
 	adminapi "github.com/queen-go/queen/core/admin"
-	"github.com/queen-go/queen/core/drain"
 	"github.com/queen-go/queen/core/maintenance"
 	"github.com/queen-go/queen/core/queues"
 )
@@ -31,13 +30,13 @@ type UI struct {
 // ProvideDashboard builds the web dashboard over the same use cases as the API
 // (QUEEN_DASHBOARD); the API's router mounts it behind the same authentication.
 func ProvideDashboard(resources *adminapi.Resources, groups *adminapi.Groups, messages *adminapi.Messages,
-	traces *adminapi.Traces, qs *queues.Service, m *maintenance.Flags, d *drain.Drainer, an *adminapi.Analytics,
+	traces *adminapi.Traces, qs *queues.Service, m *maintenance.Flags, spools SpoolStatus, an *adminapi.Analytics,
 	cfg config.Config, log *slog.Logger) UI {
 	if !cfg.Dashboard {
 		return UI{}
 	}
 	h := dashboard.New(dashboard.Services{Resources: resources, Groups: groups, Messages: messages, Traces: traces,
-		Queues: qs, Maintenance: m, Spool: d.Status, Analytics: an},
+		Queues: qs, Maintenance: m, Spool: spools, Analytics: an},
 		dashboard.Options{Version: Version, Logger: log.With("target", "dashboard")})
 	var routes []httpapi.UIRoute
 	for _, r := range dashboard.Routes() {

@@ -248,6 +248,25 @@ func subscribeOwn(m *peers.Mesh, n int, placer *shard.Placer, commits *notify.Co
 	})
 }
 
+// SpoolStatus is the status of the broker's spools, every shard's as one.
+type SpoolStatus func() drain.Status
+
+// ProvideSpoolStatus reports shard 0's spool with one database, every shard's added up
+// with several (GET /api/v1/status's buffers, queen_file_buffer_*, GET /ready, the
+// dashboard).
+func ProvideSpoolStatus(d *drain.Drainer, stacks *ShardStacks) SpoolStatus {
+	if len(stacks.stacks) == 0 {
+		return d.Status
+	}
+	return func() drain.Status {
+		sts := []drain.Status{d.Status()}
+		for _, st := range stacks.stacks {
+			sts = append(sts, st.drainer.Status())
+		}
+		return drain.Combine(sts...)
+	}
+}
+
 // ProvidePusher is what the push and transaction routes call: shard 0's push service
 // with one database; with several, the router that sends each item to its queue's shard.
 func ProvidePusher(p *push.Service, stacks *ShardStacks, sh *Shards) httpapi.Pusher {

@@ -90,7 +90,6 @@ func InitializeApp(ctx context.Context, cfg config.Config) (*App, func(), error)
 		cleanup()
 		return nil, nil, err
 	}
-	readinessCheck := ProvideReadiness(store, drainer, check)
 	consumeStore := routing.Consume
 	service := ProvideConsumeService(consumeStore, codec, sealer, waker, list, commits, flags, activity, timers, cfg, logger)
 	shardStacks, cleanup6, err := ProvideShardStacks(shards, codec, commits, queueChanges, timers, policy, flags, service, list, activity, cfg, logger)
@@ -102,6 +101,8 @@ func InitializeApp(ctx context.Context, cfg config.Config) (*App, func(), error)
 		cleanup()
 		return nil, nil, err
 	}
+	spoolStatus := ProvideSpoolStatus(drainer, shardStacks)
+	readinessCheck := ProvideReadiness(store, spoolStatus, check)
 	transactionStore := routing.Txn
 	gate := ProvideGate(drainer, flags, check)
 	pushService := ProvidePushService(batcher, policy, transactionStore, codec, commits, spool, gate, service, activity, logger)
@@ -114,7 +115,7 @@ func InitializeApp(ctx context.Context, cfg config.Config) (*App, func(), error)
 	messages := ProvideMessages(admin, pushService, flags, sealer, codec, logger)
 	traces := ProvideTraces(admin, logger)
 	analytics := ProvideAnalytics(admin, cfg)
-	ui := ProvideDashboard(resources, groups, messages, traces, queuesService, flags, drainer, analytics, cfg, logger)
+	ui := ProvideDashboard(resources, groups, messages, traces, queuesService, flags, spoolStatus, analytics, cfg, logger)
 	streamsService := ProvideStreams(store, pushService, commits, list, logger)
 	verifier, err := ProvideVerifier(cfg, client, logger)
 	if err != nil {
@@ -126,7 +127,7 @@ func InitializeApp(ctx context.Context, cfg config.Config) (*App, func(), error)
 		cleanup()
 		return nil, nil, err
 	}
-	handler := ProvideHandler(pusher, service, flags, queuesService, drainer, store, batcher, limiter, list, mesh, waker, resources, groups, messages, traces, analytics, ui, streamsService, job, recorder, verifier, readinessCheck, timers, check, readRouter, cfg, logger)
+	handler := ProvideHandler(pusher, service, flags, queuesService, spoolStatus, store, batcher, limiter, list, mesh, waker, resources, groups, messages, traces, analytics, ui, streamsService, job, recorder, verifier, readinessCheck, timers, check, readRouter, cfg, logger)
 	server := ProvideHTTPServer(cfg, handler)
 	app := NewApp(cfg, logger, flags, batcher, spool, drainer, list, mesh, job, recorder, client, readinessCheck, check, readRouter, shardStacks, server, service)
 	return app, func() {

@@ -154,6 +154,24 @@ func (d *Drainer) Status() Status {
 		FailedFiles: st.FailedFiles, FailedBytes: st.FailedBytes, DBHealthy: d.Healthy(), SpoolWriteFailedAt: st.WriteFailedAt}
 }
 
+// Combine is the status of several spools as one (a broker on several shards keeps a
+// spool per shard): counts add up, the database is healthy when every drain finds its
+// own healthy, and the last write failure is the latest of any.
+func Combine(sts ...Status) Status {
+	out := Status{DBHealthy: true}
+	for _, st := range sts {
+		out.Pending += st.Pending
+		out.Failed += st.Failed
+		out.FailedFiles += st.FailedFiles
+		out.FailedBytes += st.FailedBytes
+		out.DBHealthy = out.DBHealthy && st.DBHealthy
+		if st.SpoolWriteFailedAt.After(out.SpoolWriteFailedAt) {
+			out.SpoolWriteFailedAt = st.SpoolWriteFailedAt
+		}
+	}
+	return out
+}
+
 // SpoolWriteFailedAt is when the spool's last write failed (zero when its last write
 // succeeded or none failed): what GET /ready asks (core/readiness).
 func (d *Drainer) SpoolWriteFailedAt() time.Time { return d.spool.Stats().WriteFailedAt }

@@ -297,23 +297,34 @@ func (b *brokerProc) spoolEmpty() bool {
 // spoolBacklog lists the spool's files still waiting for replay: finalised files (.buf)
 // and their positions; the quarantine (failed/) and the owner lock apart.
 func (b *brokerProc) spoolBacklog() []string {
-	entries, _ := os.ReadDir(b.Spool)
 	var out []string
-	for _, e := range entries {
-		if strings.HasSuffix(e.Name(), ".buf") || strings.HasSuffix(e.Name(), ".pos") {
-			out = append(out, e.Name())
+	for _, dir := range b.spoolDirs() {
+		entries, _ := os.ReadDir(dir)
+		for _, e := range entries {
+			if strings.HasSuffix(e.Name(), ".buf") || strings.HasSuffix(e.Name(), ".pos") {
+				out = append(out, filepath.Join(filepath.Base(dir), e.Name()))
+			}
 		}
 	}
 	return out
 }
 
+// spoolDirs are the broker's spool directory and, on several shards (QUEEN_SHARDS), the
+// spool directory of each shard after the first within it (shard-N).
+func (b *brokerProc) spoolDirs() []string {
+	dirs, _ := filepath.Glob(filepath.Join(b.Spool, "shard-*"))
+	return append([]string{b.Spool}, dirs...)
+}
+
 // quarantined lists the spool's quarantine (failed/): empty unless a scenario planted
 // bad data.
 func (b *brokerProc) quarantined() []string {
-	entries, _ := os.ReadDir(filepath.Join(b.Spool, "failed"))
 	var out []string
-	for _, e := range entries {
-		out = append(out, e.Name())
+	for _, dir := range b.spoolDirs() {
+		entries, _ := os.ReadDir(filepath.Join(dir, "failed"))
+		for _, e := range entries {
+			out = append(out, filepath.Join(filepath.Base(dir), e.Name()))
+		}
 	}
 	return out
 }

@@ -48,7 +48,9 @@ func startCluster(dir string) (*cluster, error) {
 
 func (c *cluster) options() pglocal.Options {
 	return pglocal.Options{Port: c.port, MaxConnections: 200,
-		Settings: map[string]string{"fsync": "on", "synchronous_commit": "on"}}
+		Settings: map[string]string{"fsync": "on", "synchronous_commit": "on",
+			// Transactions across shards (e2e/faults/shards_test.go) prepare on each.
+			"max_prepared_transactions": "20"}}
 }
 
 // start starts the server on the cluster's data directory and port.
