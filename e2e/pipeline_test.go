@@ -20,7 +20,33 @@ func TestPipelineVerified(t *testing.T) {
 	if testing.Short() {
 		t.Skip("15 s end-to-end run")
 	}
-	b := startBroker(t, nil)
+	runPipeline(t, startBroker(t, nil))
+}
+
+// TestPipelineVerifiedOnShards is TestPipelineVerified on a broker of three shards, with
+// the pipeline's stages placed on several of them: every hand-over between stages on
+// different shards crosses databases, and the verifier must still pass.
+func TestPipelineVerifiedOnShards(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("15 s end-to-end run")
+	}
+	shards := newShardSet(t)
+	b := startBrokerOn(t, shards.urls[0], shards.env(nil))
+	queues := runPipeline(t, b)
+	on := map[int]bool{}
+	for _, q := range queues {
+		on[shards.shardOf(t, q)] = true
+	}
+	if len(on) < 2 {
+		t.Fatalf("the pipeline's queues %v all landed on one shard", queues)
+	}
+}
+
+// runPipeline runs the ordered pipeline against b, requires the verifier's PASS, and
+// returns the names of the queues it used.
+func runPipeline(t *testing.T, b *broker) []string {
+	t.Helper()
 	out := &testWriter{t: t}
 	cfg := load.PipelineConfig{
 		Common:   load.Common{URL: b.URL, Duration: 8 * time.Second, Out: out},
@@ -46,6 +72,8 @@ func TestPipelineVerified(t *testing.T) {
 	if len(rep.Stages) != 12 {
 		t.Fatalf("%d stages verified, want 12", len(rep.Stages))
 	}
+	// The pipeline's stage queues (bench/load's pipeline names them after the prefix).
+	return []string{cfg.Prefix + "-avail", cfg.Prefix + "-ota-sync", cfg.Prefix + "-prices", cfg.Prefix + "-ota-prices"}
 }
 
 // testWriter sends progress lines to the test log (shown with -v or on failure).
