@@ -16,6 +16,7 @@ import (
 	"github.com/queen-go/queen/core/loglimit"
 	"github.com/queen-go/queen/core/push"
 	"github.com/queen-go/queen/core/queues"
+	"github.com/queen-go/queen/core/shard"
 	"github.com/queen-go/queen/core/streams"
 	"github.com/queen-go/queen/ports"
 )
@@ -60,6 +61,7 @@ func statusOf(err error) int {
 		ae *admin.InputError
 		se *streams.InputError
 		mm *streams.Mismatch
+		ue *shard.UnreachableError
 	)
 	switch {
 	case auth.IsUnauthorized(err):
@@ -85,8 +87,9 @@ func statusOf(err error) int {
 		return http.StatusRequestEntityTooLarge
 	case errors.Is(err, errBodyTimedOut):
 		return http.StatusRequestTimeout
-	case errors.Is(err, ports.ErrUnavailable), errors.Is(err, ports.ErrTimeout), errors.Is(err, ports.ErrConflict):
-		return http.StatusServiceUnavailable
+	case errors.Is(err, ports.ErrUnavailable), errors.Is(err, ports.ErrTimeout), errors.Is(err, ports.ErrConflict),
+		errors.As(err, &ue):
+		return http.StatusServiceUnavailable // a shard did not answer: never a partial answer
 	default:
 		return http.StatusInternalServerError
 	}
@@ -100,12 +103,17 @@ func writeError(w http.ResponseWriter, log *slog.Logger, err error) {
 	var (
 		ie *push.InputError
 		qe *queues.InputError
+		ue *shard.UnreachableError
 	)
 	switch {
 	case errors.As(err, &ie):
 		body["error"] = "bad body: " + ie.Error()
 	case errors.As(err, &qe) && qe.Invalid:
 		body["invalid"] = qe.Option // docs/api.md §5.6: rejected sink options are named
+	case errors.As(err, &ue):
+		// Which database is away is what an operator needs; its error stays in the log.
+		log.Log(context.Background(), failureLevel(nil, err), "request failed", loglimit.Cause("request failed: a shard"), "status", code, "err", err)
+		body["error"] = fmt.Sprintf("%s: shard %d did not answer", http.StatusText(code), ue.Shard)
 	case code >= 500:
 		log.Log(context.Background(), failureLevel(nil, err), "request failed", loglimit.Cause("request failed "+strconv.Itoa(code)), "status", code, "err", err)
 		body["error"] = http.StatusText(code)

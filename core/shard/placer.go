@@ -34,11 +34,15 @@ func NewPlacer(store ports.PlacementStore, shards int, open []int) *Placer {
 
 func key(tenant, queue string) string { return tenant + "\x1f" + queue }
 
+// catalogue marks an error of the placement store as shard 0's: the catalogue did not
+// answer (an UnreachableError, which the API answers 503).
+func catalogue(err error) error { return &UnreachableError{Shard: 0, Err: err} }
+
 // Load reads the whole map into the copy (at start-up).
 func (p *Placer) Load(ctx context.Context) error {
 	all, err := p.store.Placements(ctx)
 	if err != nil {
-		return fmt.Errorf("shard: load the placements: %w", err)
+		return fmt.Errorf("shard: load the placements: %w", catalogue(err))
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -76,8 +80,11 @@ func (p *Placer) Find(ctx context.Context, tenant, queue string) (n int, ok bool
 		return n, true, nil
 	}
 	have, ok, err := p.store.Lookup(ctx, tenant, queue)
-	if err != nil || !ok {
-		return 0, false, err
+	if err != nil {
+		return 0, false, fmt.Errorf("shard: placement of %q: %w", queue, catalogue(err))
+	}
+	if !ok {
+		return 0, false, nil
 	}
 	if have.Shard < 0 || have.Shard >= p.shards {
 		return 0, false, fmt.Errorf("shard: queue %q is placed on shard %d, which this broker does not have (%d configured)", queue, have.Shard, p.shards)
@@ -104,14 +111,14 @@ func (p *Placer) PlaceExplicit(ctx context.Context, tenant, queue, namespace str
 func (p *Placer) place(ctx context.Context, tenant, queue, namespace string, explicit int) (int, error) {
 	have, ok, err := p.store.Lookup(ctx, tenant, queue)
 	if err != nil {
-		return 0, fmt.Errorf("shard: placement of %q: %w", queue, err)
+		return 0, fmt.Errorf("shard: placement of %q: %w", queue, catalogue(err))
 	}
 	if !ok {
 		req := Request{Queue: queue, Namespace: namespace, Explicit: explicit, NamespaceShard: -1}
 		if namespace != "" && explicit < 0 {
 			n, found, err := p.store.NamespaceShard(ctx, tenant, namespace)
 			if err != nil {
-				return 0, fmt.Errorf("shard: placement of namespace %q: %w", namespace, err)
+				return 0, fmt.Errorf("shard: placement of namespace %q: %w", namespace, catalogue(err))
 			}
 			if found {
 				req.NamespaceShard = n
@@ -122,7 +129,7 @@ func (p *Placer) place(ctx context.Context, tenant, queue, namespace string, exp
 			return 0, err
 		}
 		if have, err = p.store.Place(ctx, ports.Placement{Tenant: tenant, Queue: queue, Namespace: namespace, Shard: n}); err != nil {
-			return 0, fmt.Errorf("shard: place %q: %w", queue, err)
+			return 0, fmt.Errorf("shard: place %q: %w", queue, catalogue(err))
 		}
 	}
 	if have.Shard < 0 || have.Shard >= p.shards {

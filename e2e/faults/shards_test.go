@@ -273,8 +273,13 @@ func TestFaultShardCatalogueCut(t *testing.T) {
 	if r := rig.api.push(item("never-seen", "", "x")); r[0].Status != "failed" || !strings.Contains(r[0].Error, "catalogue") {
 		t.Errorf("push to an unplaced queue with the catalogue cut: %+v, want failed naming the catalogue", r[0])
 	}
-	if code := rig.api.call(http.MethodPost, "/api/v1/configure", map[string]any{"queue": "new-while-cut"}, nil); code < 500 {
-		t.Errorf("configure of a new queue with the catalogue cut answered %d, want a 5xx", code)
+	var refused struct{ Error string }
+	if code := rig.api.call(http.MethodPost, "/api/v1/configure", map[string]any{"queue": "new-while-cut"}, &refused); code != http.StatusServiceUnavailable ||
+		!strings.Contains(refused.Error, "shard 0 did not answer") {
+		t.Errorf("configure of a new queue with the catalogue cut answered %d %+v, want 503 naming shard 0", code, refused)
+	}
+	if code := rig.api.call(http.MethodGet, "/api/v1/pop/queue/never-seen?wait=false", nil, nil); code != http.StatusServiceUnavailable {
+		t.Errorf("pop of a queue the broker has not seen, with the catalogue cut, answered %d, want 503", code)
 	}
 	if err := rig.catProxy.Restore(); err != nil {
 		t.Fatal(err)
