@@ -87,6 +87,8 @@ func ProvideAdmin(dbs AdminDB, reads *replication.ReadRouter, cfg config.Config,
 
 // ProvideQueues builds the queue administration use case; it announces every queue it
 // reconfigures or deletes.
-func ProvideQueues(a ports.QueueAdmin, sealer *envelope.Sealer, codec *segment.Codec, changes *notify.QueueChanges, log *slog.Logger) *queues.Service {
-	return queues.New(a, queues.Options{Sealer: sealer, Codec: codec, Logger: log, Changes: changes})
+func ProvideQueues(a ports.QueueAdmin, sealer *envelope.Sealer, codec *segment.Codec, changes *notify.QueueChanges,
+	cfg config.Config, log *slog.Logger) *queues.Service {
+	return queues.New(a, queues.Options{Sealer: sealer, Codec: codec, Logger: log, Changes: changes,
+		Shards: max(1, len(cfg.ShardURLs()))})
 }

@@ -4,19 +4,19 @@ import (
 	"log/slog"
 	"net/http"
 
-	"github.com/queen-go/queen/adapters/admin"
 	"github.com/queen-go/queen/adapters/dashboard"
 	"github.com/queen-go/queen/adapters/httpapi"
 	"github.com/queen-go/queen/config"
 	adminapi "github.com/queen-go/queen/core/admin"
 	"github.com/queen-go/queen/core/maintenance"
 	"github.com/queen-go/queen/core/queues"
+	"github.com/queen-go/queen/ports"
 )
 
 // ProvideAnalytics builds the analytics use case over the metrics history: reads span at
 // most METRICS_RETENTION_DAYS, and identical ones share one read for
 // QUEEN_ADMIN_SHARE_MS (a dashboard polling costs one read per period).
-func ProvideAnalytics(a *admin.Admin, cfg config.Config) *adminapi.Analytics {
+func ProvideAnalytics(a ports.MetricsReader, cfg config.Config) *adminapi.Analytics {
 	return adminapi.NewAnalytics(a, adminapi.AnalyticsOptions{MaxRange: cfg.MetricsRetentionPeriod(), ShareWindow: cfg.AdminShare})
 }
 

@@ -3,12 +3,12 @@ package queen
 import (
 	"log/slog"
 
-	"github.com/queen-go/queen/adapters/admin"
 	"github.com/queen-go/queen/config"
 	adminapi "github.com/queen-go/queen/core/admin"
 	"github.com/queen-go/queen/core/consume"
 	"github.com/queen-go/queen/core/hotlist"
 	"github.com/queen-go/queen/core/notify"
+	"github.com/queen-go/queen/ports"
 )
 
 // ProvideGroupChanges is the consumer-group change topic (deletions and seeks): the
@@ -24,7 +24,7 @@ func ProvideGroupChanges(hot *hotlist.List, waker *consume.Waker) *notify.GroupC
 // ProvideGroups builds the admin API's consumer-group service; it announces its cursor
 // moves, and its listing (shared for QUEEN_ADMIN_SHARE_MS) is forgotten on every queue
 // or group change this broker makes.
-func ProvideGroups(a *admin.Admin, changes *notify.GroupChanges, queues *notify.QueueChanges, cfg config.Config,
+func ProvideGroups(a ports.GroupStore, changes *notify.GroupChanges, queues *notify.QueueChanges, cfg config.Config,
 	log *slog.Logger) *adminapi.Groups {
 	g := adminapi.NewGroups(a, adminapi.GroupsOptions{Changes: changes, ShareWindow: cfg.AdminShare, Logger: log})
 	changes.Subscribe(g.GroupChanged)

@@ -3,20 +3,20 @@ package queen
 import (
 	"log/slog"
 
-	"github.com/queen-go/queen/adapters/admin"
 	"github.com/queen-go/queen/config"
 	adminapi "github.com/queen-go/queen/core/admin"
 	"github.com/queen-go/queen/core/hotlist"
 	"github.com/queen-go/queen/core/maintenance"
 	"github.com/queen-go/queen/core/notify"
 	"github.com/queen-go/queen/core/peers"
+	"github.com/queen-go/queen/ports"
 )
 
 // ProvideResources builds the admin API's resources and status service over the admin
 // store; its shared state reports the maintenance flags, the hot-list and the peer hints
 // (QUEEN_PEER_HINTS). Its tenant-wide listings are shared for QUEEN_ADMIN_SHARE_MS and
 // forgotten on every queue or group change this broker makes.
-func ProvideResources(a *admin.Admin, m *maintenance.Flags, hot *hotlist.List, mesh *peers.Mesh,
+func ProvideResources(a ports.ResourceStore, m *maintenance.Flags, hot *hotlist.List, mesh *peers.Mesh,
 	queues *notify.QueueChanges, groups *notify.GroupChanges, cfg config.Config, log *slog.Logger) *adminapi.Resources {
 	r := adminapi.NewResources(a, adminapi.ResourcesOptions{
 		ShareWindow: cfg.AdminShare,

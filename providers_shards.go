@@ -115,29 +115,50 @@ type Routing struct {
 	Settings ports.QueueSettings
 	Queues   ports.QueueAdmin
 	Txn      ports.TransactionStore
+	// The admin reads and moves: shard 0's admin queries (with its read replica), or
+	// every shard's read as one database (core/shard's Resources, Groups, ...).
+	Resources ports.ResourceStore
+	Groups    ports.GroupStore
+	Messages  ports.MessageStore
+	Traces    ports.TraceStore
+	Metrics   ports.MetricsReader
 }
 
 // ProvideRouting connects the use cases to the shards.
 func ProvideRouting(store *postgres.Store, a *admin.Admin, sh *Shards, log *slog.Logger) Routing {
 	if !sh.Sharded() {
-		return Routing{Consume: store, Hot: store, Settings: store, Queues: a, Txn: store}
+		return Routing{Consume: store, Hot: store, Settings: store, Queues: a, Txn: store,
+			Resources: a, Groups: a, Messages: a, Traces: a, Metrics: a}
 	}
 	stores := make([]shard.Stores, len(sh.Stores))
 	txns := make([]twophase.ShardStore, len(sh.Stores))
+	admins := make([]*admin.Admin, len(sh.Stores))
 	for n, s := range sh.Stores {
-		var q ports.QueueAdmin = a
+		admins[n] = a
 		if n > 0 {
-			q = sh.Admins[n]
+			admins[n] = sh.Admins[n]
 		}
-		stores[n] = shard.Stores{Consume: s, Hot: s, Settings: s, Queues: q}
+		stores[n] = shard.Stores{Consume: s, Hot: s, Settings: s, Queues: admins[n]}
 		txns[n] = s
 	}
 	r := shard.NewRouter(stores, sh.Placer)
-	locate := func(ctx context.Context, tenant, queue string) (int, error) {
-		return sh.Placer.ShardOf(ctx, tenant, queue, "")
-	}
 	coord := twophase.NewCoordinator(store, twophase.Options{Logger: log.With("target", "twophase")})
-	return Routing{Consume: r, Hot: r, Settings: r, Queues: r, Txn: twophase.NewRouter(txns, locate, coord)}
+	return Routing{Consume: r, Hot: r, Settings: r, Queues: r, Txn: twophase.NewRouter(txns, sh.Placer.ShardOfPushed, coord),
+		Resources: shard.NewResources(each[ports.ResourceStore](admins), sh.Placer),
+		Groups:    shard.NewGroups(each[ports.GroupStore](admins), sh.Placer),
+		Messages:  shard.NewMessages(each[ports.MessageStore](admins), sh.Placer),
+		Traces:    shard.NewTraces(each[ports.TraceStore](admins)),
+		Metrics:   shard.NewAnalytics(each[ports.MetricsReader](admins)),
+	}
+}
+
+// each is the shards' admin queries as the port T.
+func each[T any](admins []*admin.Admin) []T {
+	out := make([]T, len(admins))
+	for n, a := range admins {
+		out[n] = any(a).(T)
+	}
+	return out
 }
 
 // ShardStacks are what each shard after the first runs for this broker besides its

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"io"
 	"maps"
 	"net/http"
 	"slices"
@@ -110,6 +111,46 @@ func TestShardsRouteByPlacementAndID(t *testing.T) {
 	}
 	q1, q2 := on[1][0], on[2][0]
 
+	t.Run("admin listings merged", func(t *testing.T) {
+		var names []string
+		var page struct {
+			Queues     []resListQueue `json:"queues"`
+			Pagination struct {
+				Limit, Offset, Total int
+			} `json:"pagination"`
+		}
+		for offset := 0; ; offset += 5 {
+			page.Queues = nil
+			b.resDecode(t, fmt.Sprintf("/api/v1/resources/queues?limit=5&offset=%d", offset), &page)
+			if len(page.Queues) == 0 {
+				break
+			}
+			for _, q := range page.Queues {
+				names = append(names, q.Name)
+			}
+		}
+		var want []string
+		for _, it := range items {
+			want = append(want, it["queue"].(string))
+		}
+		if !slices.Equal(names, want) || page.Pagination.Total != len(want) {
+			t.Fatalf("paged listing %v (total %d), want every shard's queues in name order %v", names, page.Pagination.Total, want)
+		}
+		// The dashboard's fragments read through the same use cases; they are pages, not
+		// API operations (no OpenAPI check).
+		for _, frag := range []string{"overview", "queues", "groups", "messages", "dlq", "traces", "system"} {
+			resp, err := b.client.Get(b.URL + "/ui/fragments/" + frag)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK || (frag == "queues" && !strings.Contains(string(body), on[2][0])) {
+				t.Errorf("dashboard fragment %s: %d %.300s", frag, resp.StatusCode, body)
+			}
+		}
+	})
+
 	t.Run("pop and ack by id", func(t *testing.T) {
 		for n, q := range []string{on[0][0], q1, q2} {
 			m := b.popOne(t, q)
@@ -165,6 +206,26 @@ func TestShardsRouteByPlacementAndID(t *testing.T) {
 		b.configure(t, `{"queue":"coloc-b","namespace":"ns-new"}`)
 		if a, c := shards.shardOf(t, "coloc-a"), shards.shardOf(t, "coloc-b"); a != c {
 			t.Fatalf("queues of one namespace on shards %d and %d", a, c)
+		}
+	})
+
+	t.Run("explicit placement", func(t *testing.T) {
+		b.configure(t, `{"queue":"explicit-q","shard":2}`)
+		if n := shards.shardOf(t, "explicit-q"); n != 2 {
+			t.Fatalf("configure with shard 2 placed the queue on shard %d", n)
+		}
+		b.configure(t, `{"queue":"explicit-q","options":{"shard":2,"leaseTime":60}}`) // where it is: fine
+		for _, tt := range []struct {
+			body string
+			code int
+		}{
+			{`{"queue":"explicit-q","shard":1}`, http.StatusConflict}, // moving is not a configure
+			{`{"queue":"explicit-other","shard":3}`, http.StatusBadRequest},
+			{`{"queue":"explicit-other","shard":"two"}`, http.StatusBadRequest},
+		} {
+			if code, raw := b.postBad(t, "/api/v1/configure", tt.body); code != tt.code || !strings.Contains(string(raw), "shard") {
+				t.Errorf("configure %s: %d %s, want %d naming the shard", tt.body, code, raw, tt.code)
+			}
 		}
 	})
 

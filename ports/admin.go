@@ -48,6 +48,10 @@ type QueueConfig struct {
 	Namespace string
 	Task      string
 	QueueOptions
+	// Shard, when set, is the shard a new queue is placed on (configure's shard option,
+	// docs/design.md "Several PostgreSQL clusters"); nil leaves it to the placement rules.
+	// Not stored with the queue: stores ignore it.
+	Shard *int
 }
 
 // QueueOptions are a queue's tunable options (docs/api.md §5.6) other than its namespace and

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"unicode/utf8"
 
@@ -105,10 +106,34 @@ func parseConfigure(b []byte) (queues.Request, error) {
 	default:
 		return req, badRequestf("bad body: options must be an object")
 	}
+	if err := parseShard(body, &req); err != nil {
+		return req, err
+	}
 	for k, v := range req.Options {
 		if !utf8.Valid(v) {
 			return req, badRequestf("bad body: option %s is not valid UTF-8", k)
 		}
 	}
 	return req, nil
+}
+
+// parseShard reads the shard option (docs/api.md §5.6: an operator's placement of a new
+// queue among QUEEN_SHARDS), from "options" or else from the top level; it is not one of
+// the stored options.
+func parseShard(body map[string]json.RawMessage, req *queues.Request) error {
+	raw, ok := req.Options["shard"]
+	if ok {
+		delete(req.Options, "shard")
+	} else if raw, ok = body["shard"]; !ok {
+		return nil
+	}
+	if string(raw) == "null" {
+		return nil
+	}
+	var n int
+	if err := json.Unmarshal(raw, &n); err != nil {
+		return &queues.InputError{Option: "shard", Msg: fmt.Sprintf("option shard must be an integer, got %s", raw)}
+	}
+	req.Shard = &n
+	return nil
 }

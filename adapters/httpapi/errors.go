@@ -77,6 +77,8 @@ func statusOf(err error) int {
 		return http.StatusBadRequest
 	case errors.As(err, &mm):
 		return http.StatusConflict // a query's config_hash changed without reset
+	case errors.Is(err, shard.ErrPlacedElsewhere):
+		return http.StatusConflict // moving a queue is its own operation (docs/design.md)
 	case errors.Is(err, admin.ErrNotFound):
 		return http.StatusNotFound
 	case errors.Is(err, encryption.ErrFlagUnknown):

@@ -29,6 +29,9 @@ type Request struct {
 	// Options maps option names (docs/api.md §5.6) to their JSON values; JSON null resets an
 	// option to its default. Unknown names are ignored, as Queen ignores them.
 	Options map[string]json.RawMessage
+	// Shard, when set, places a new queue on that shard (an index into QUEEN_SHARDS);
+	// nil: the placement rules.
+	Shard *int
 }
 
 // Clamping bounds and sink rules of docs/api.md §5.6.
@@ -128,6 +131,13 @@ func (s *Service) Configure(ctx context.Context, tenant string, req Request) (po
 	cfg, set, err := Resolve(req)
 	if err != nil {
 		return ports.QueueConfig{}, err
+	}
+	if req.Shard != nil {
+		if n := *req.Shard; n < 0 || n >= s.opts.Shards {
+			return ports.QueueConfig{}, inputErrorf("shard", "option shard must be the index of a shard of QUEEN_SHARDS, 0 to %d, got %d",
+				s.opts.Shards-1, n)
+		}
+		cfg.Shard = req.Shard
 	}
 	stored, err := s.store.Configure(ctx, tenant, cfg, set)
 	if err != nil {

@@ -19,6 +19,9 @@ type Options struct {
 	// the change committed: subscribers drop what they cache about the queue.
 	Changes *notify.QueueChanges
 	Logger  *slog.Logger
+	// Shards is how many shards a queue may be placed on explicitly (configure's shard
+	// option) [1].
+	Shards int
 }
 
 // Service is the queue administration use case.
@@ -39,6 +42,9 @@ func New(store ports.QueueAdmin, opts Options) *Service {
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
+	}
+	if opts.Shards < 1 {
+		opts.Shards = 1
 	}
 	return &Service{store: store, opts: opts}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/queen-go/queen/core/queues"
 	"github.com/queen-go/queen/ports"
 )
 
@@ -34,15 +35,15 @@ func NewPlacer(store ports.PlacementStore, shards int, open []int) *Placer {
 
 func key(tenant, queue string) string { return tenant + "\x1f" + queue }
 
-// catalogue marks an error of the placement store as shard 0's: the catalogue did not
+// fromCatalogue marks an error of the placement store as shard 0's: the catalogue did not
 // answer (an UnreachableError, which the API answers 503).
-func catalogue(err error) error { return &UnreachableError{Shard: 0, Err: err} }
+func fromCatalogue(err error) error { return &UnreachableError{Shard: 0, Err: err} }
 
 // Load reads the whole map into the copy (at start-up).
 func (p *Placer) Load(ctx context.Context) error {
 	all, err := p.store.Placements(ctx)
 	if err != nil {
-		return fmt.Errorf("shard: load the placements: %w", catalogue(err))
+		return fmt.Errorf("shard: load the placements: %w", fromCatalogue(err))
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -81,7 +82,7 @@ func (p *Placer) Find(ctx context.Context, tenant, queue string) (n int, ok bool
 	}
 	have, ok, err := p.store.Lookup(ctx, tenant, queue)
 	if err != nil {
-		return 0, false, fmt.Errorf("shard: placement of %q: %w", queue, catalogue(err))
+		return 0, false, fmt.Errorf("shard: placement of %q: %w", queue, fromCatalogue(err))
 	}
 	if !ok {
 		return 0, false, nil
@@ -98,6 +99,16 @@ func (p *Placer) Find(ctx context.Context, tenant, queue string) (n int, ok bool
 // Shards is the number of shards the placer places on.
 func (p *Placer) Shards() int { return p.shards }
 
+// ShardOfPushed is ShardOf for a queue a push or a transaction names: a queue new to the
+// catalogue is placed by the namespace its name implies (a dotted name's first part, as
+// the queue is created, core/queues Defaults), so that it joins its namespace's shard.
+func (p *Placer) ShardOfPushed(ctx context.Context, tenant, queue string) (int, error) {
+	if n, ok := p.Cached(tenant, queue); ok {
+		return n, nil
+	}
+	return p.place(ctx, tenant, queue, queues.Defaults(queue).Namespace, -1)
+}
+
 // PlaceExplicit places a new queue on shard (configure's shard option); a queue placed
 // already stays where it is: ErrPlacedElsewhere when that is not shard.
 func (p *Placer) PlaceExplicit(ctx context.Context, tenant, queue, namespace string, shard int) (int, error) {
@@ -111,14 +122,14 @@ func (p *Placer) PlaceExplicit(ctx context.Context, tenant, queue, namespace str
 func (p *Placer) place(ctx context.Context, tenant, queue, namespace string, explicit int) (int, error) {
 	have, ok, err := p.store.Lookup(ctx, tenant, queue)
 	if err != nil {
-		return 0, fmt.Errorf("shard: placement of %q: %w", queue, catalogue(err))
+		return 0, fmt.Errorf("shard: placement of %q: %w", queue, fromCatalogue(err))
 	}
 	if !ok {
 		req := Request{Queue: queue, Namespace: namespace, Explicit: explicit, NamespaceShard: -1}
 		if namespace != "" && explicit < 0 {
 			n, found, err := p.store.NamespaceShard(ctx, tenant, namespace)
 			if err != nil {
-				return 0, fmt.Errorf("shard: placement of namespace %q: %w", namespace, catalogue(err))
+				return 0, fmt.Errorf("shard: placement of namespace %q: %w", namespace, fromCatalogue(err))
 			}
 			if found {
 				req.NamespaceShard = n
@@ -129,7 +140,7 @@ func (p *Placer) place(ctx context.Context, tenant, queue, namespace string, exp
 			return 0, err
 		}
 		if have, err = p.store.Place(ctx, ports.Placement{Tenant: tenant, Queue: queue, Namespace: namespace, Shard: n}); err != nil {
-			return 0, fmt.Errorf("shard: place %q: %w", queue, catalogue(err))
+			return 0, fmt.Errorf("shard: place %q: %w", queue, fromCatalogue(err))
 		}
 	}
 	if have.Shard < 0 || have.Shard >= p.shards {

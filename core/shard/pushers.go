@@ -35,7 +35,7 @@ func (p *Pushers) Push(ctx context.Context, tenant, producerSub string, items []
 	groups := make(map[int][]int, 1)
 	var failed []push.Result
 	for i, it := range items {
-		n, err := p.placer.ShardOf(ctx, tenant, it.Queue, "")
+		n, err := p.placer.ShardOfPushed(ctx, tenant, it.Queue)
 		if err != nil {
 			failed = append(failed, unplaced(i, it, err))
 			shardOf[i] = -1

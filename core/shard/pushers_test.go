@@ -156,7 +156,6 @@ func TestPushersPush(t *testing.T) {
 // name, as the push SQL derives it) is placed already lands on the namespace's shard.
 func TestPushersPushCoLocatesNamespaces(t *testing.T) {
 	t.Parallel()
-	t.Skip("bug: Pushers.Push places a new queue with namespace \"\" (ShardOf(ctx, tenant, it.Queue, \"\")), so billing.b goes by the hash of its own name instead of to billing's shard, and its catalogue row records no namespace")
 	ctx := context.Background()
 	w := newPushWorld(t, 3)
 	byName, err := Place(Request{Queue: "billing.b", Explicit: -1, NamespaceShard: -1}, 3, nil)

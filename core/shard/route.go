@@ -197,7 +197,13 @@ func (r *Router) EncryptionEnabled(ctx context.Context, tenant, queue string) (b
 // Configure implements ports.QueueAdmin: the queue is placed first (by its namespace
 // when it is new), then configured on its shard.
 func (r *Router) Configure(ctx context.Context, tenant string, cfg ports.QueueConfig, set ports.QueueOption) (ports.QueueConfig, error) {
-	n, err := r.placer.ShardOf(ctx, tenant, cfg.Name, cfg.Namespace)
+	var n int
+	var err error
+	if cfg.Shard != nil {
+		n, err = r.placer.PlaceExplicit(ctx, tenant, cfg.Name, cfg.Namespace, *cfg.Shard)
+	} else {
+		n, err = r.placer.ShardOf(ctx, tenant, cfg.Name, cfg.Namespace)
+	}
 	if err != nil {
 		return ports.QueueConfig{}, err
 	}
@@ -215,7 +221,7 @@ func (r *Router) DeleteQueue(ctx context.Context, tenant, queue string) (bool, e
 }
 
 // DeadLetters implements ports.QueueAdmin: one queue's on its shard; every queue's from
-// every shard, merged newest failure first (then by message id, a total order), each
+// every shard, merged newest failure first (then by id, descending, a total order), each
 // shard asked for the rows up to the page's end.
 func (r *Router) DeadLetters(ctx context.Context, tenant string, f ports.DeadLetterFilter) ([]ports.DeadLetter, error) {
 	if f.Queue != "" {
@@ -254,7 +260,7 @@ func (r *Router) DeadLetters(ctx context.Context, tenant string, f ports.DeadLet
 		if c := b.FailedAt.Compare(a.FailedAt); c != 0 {
 			return c
 		}
-		return cmp.Compare(a.ID, b.ID)
+		return cmp.Compare(b.ID, a.ID) // as each shard breaks ties: id descending
 	}, f.Offset, limit), nil
 }
 
