@@ -90,7 +90,7 @@ var ProviderSet = wire.NewSet(
 	ProvideShards,
 	ProvideRouting,
 	wire.FieldsOf(new(Routing), "Consume", "Hot", "Settings", "Queues", "Txn", "Resources", "Groups", "Messages", "Traces",
-		"Metrics"),
+		"Metrics", "Streams", "Segments"),
 	ProvideShardStacks,
 	ProvideSpoolStatus,
 	ProvidePusher,

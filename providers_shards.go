@@ -122,13 +122,16 @@ type Routing struct {
 	Messages  ports.MessageStore
 	Traces    ports.TraceStore
 	Metrics   ports.MetricsReader
+	// The streams routes' store, and the segment reads of their sink answers.
+	Streams  ports.StreamStore
+	Segments ports.SegmentStore
 }
 
 // ProvideRouting connects the use cases to the shards.
 func ProvideRouting(store *postgres.Store, a *admin.Admin, sh *Shards, log *slog.Logger) Routing {
 	if !sh.Sharded() {
 		return Routing{Consume: store, Hot: store, Settings: store, Queues: a, Txn: store,
-			Resources: a, Groups: a, Messages: a, Traces: a, Metrics: a}
+			Resources: a, Groups: a, Messages: a, Traces: a, Metrics: a, Streams: store, Segments: store}
 	}
 	stores := make([]shard.Stores, len(sh.Stores))
 	txns := make([]twophase.ShardStore, len(sh.Stores))
@@ -142,6 +145,11 @@ func ProvideRouting(store *postgres.Store, a *admin.Admin, sh *Shards, log *slog
 		txns[n] = s
 	}
 	r := shard.NewRouter(stores, sh.Placer)
+	streams, segs := make([]ports.StreamStore, len(sh.Stores)), make([]ports.SegmentStore, len(sh.Stores))
+	for n, s := range sh.Stores {
+		streams[n], segs[n] = s, s
+	}
+	st := shard.NewStreams(streams, segs, sh.Placer)
 	coord := twophase.NewCoordinator(store, twophase.Options{Logger: log.With("target", "twophase")})
 	return Routing{Consume: r, Hot: r, Settings: r, Queues: r, Txn: twophase.NewRouter(txns, sh.Placer.ShardOfPushed, coord),
 		Resources: shard.NewResources(each[ports.ResourceStore](admins), sh.Placer),
@@ -149,6 +157,8 @@ func ProvideRouting(store *postgres.Store, a *admin.Admin, sh *Shards, log *slog
 		Messages:  shard.NewMessages(each[ports.MessageStore](admins), sh.Placer),
 		Traces:    shard.NewTraces(each[ports.TraceStore](admins)),
 		Metrics:   shard.NewAnalytics(each[ports.MetricsReader](admins)),
+		Streams:   st,
+		Segments:  st,
 	}
 }
 

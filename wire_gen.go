@@ -121,7 +121,9 @@ func InitializeApp(ctx context.Context, cfg config.Config) (*App, func(), error)
 	metricsReader := routing.Metrics
 	analytics := ProvideAnalytics(metricsReader, cfg)
 	ui := ProvideDashboard(resources, groups, messages, traces, queuesService, flags, spoolStatus, analytics, cfg, logger)
-	streamsService := ProvideStreams(store, pushService, commits, list, logger)
+	streamStore := routing.Streams
+	segmentStore := routing.Segments
+	streamsService := ProvideStreams(streamStore, segmentStore, pushService, commits, list, logger)
 	verifier, err := ProvideVerifier(cfg, client, logger)
 	if err != nil {
 		cleanup6()
