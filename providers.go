@@ -93,6 +93,7 @@ var ProviderSet = wire.NewSet(
 		"Metrics", "Streams", "Segments"),
 	ProvideShardStacks,
 	ProvideSpoolStatus,
+	ProvideFusionStats,
 	ProvidePusher,
 	NewApp,
 )
@@ -321,7 +322,7 @@ func ProvideReadiness(store *postgres.Store, spools SpoolStatus, repl *replicati
 // ProvideHandler builds the HTTP routes and the Prometheus exporter; every answered
 // request feeds the request metrics.
 func ProvideHandler(p httpapi.Pusher, c *consume.Service, m *maintenance.Flags, qs *queues.Service, spools SpoolStatus,
-	store *postgres.Store, b *fusion.Batcher, limiter *vegas.Limiter, hot *hotlist.List, mesh *peers.Mesh,
+	store *postgres.Store, fusionStats FusionStats, limiter *vegas.Limiter, hot *hotlist.List, mesh *peers.Mesh,
 	waker *consume.Waker, resources *adminapi.Resources, groups *adminapi.Groups, messages *adminapi.Messages,
 	traces *adminapi.Traces, an *adminapi.Analytics, ui UI, st *streams.Service, ret *retention.Job, rec *history.Recorder,
 	verifier *auth.Verifier, ready *readiness.Check, timers *stages.Timers, repl *replication.Check,
@@ -332,7 +333,7 @@ func ProvideHandler(p httpapi.Pusher, c *consume.Service, m *maintenance.Flags, 
 		replicaLag = reads.Lag
 	}
 	prom := metrics.Handler(metrics.Sources{
-		Fusion: b.Stats, Push: p.Stats, PushLimit: limiter.Limit, Consume: c.Stats,
+		Fusion: fusionStats, Push: p.Stats, PushLimit: limiter.Limit, Consume: c.Stats,
 		Pool:      store.PoolStat,
 		DBCommits: store.Commits, OldestXact: store.OldestXactAge, SyncReplication: repl.Sync, ReplicaLag: replicaLag, Maintenance: m.Push, PopMaintenance: m.Pop, Spool: spools,
 		Hotlist: hot.Stats, Peers: mesh.Stats, Parked: waker.Parked, Retention: ret.Stats, History: rec.Stats, Requests: requests,

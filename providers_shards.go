@@ -298,6 +298,24 @@ func ProvideSpoolStatus(d *drain.Drainer, stacks *ShardStacks) SpoolStatus {
 	}
 }
 
+// FusionStats is push fusion's statistics, every shard's as one.
+type FusionStats func() fusion.Stats
+
+// ProvideFusionStats reports shard 0's batcher with one database, every shard's added up
+// with several (queen_fusion_*).
+func ProvideFusionStats(b *fusion.Batcher, stacks *ShardStacks) FusionStats {
+	if len(stacks.stacks) == 0 {
+		return b.Stats
+	}
+	return func() fusion.Stats {
+		sts := []fusion.Stats{b.Stats()}
+		for _, st := range stacks.stacks {
+			sts = append(sts, st.batcher.Stats())
+		}
+		return fusion.Combine(sts...)
+	}
+}
+
 // ProvidePusher is what the push and transaction routes call: shard 0's push service
 // with one database; with several, the router that sends each item to its queue's shard.
 func ProvidePusher(p *push.Service, stacks *ShardStacks, sh *Shards) httpapi.Pusher {

@@ -109,6 +109,7 @@ func InitializeApp(ctx context.Context, cfg config.Config) (*App, func(), error)
 	pusher := ProvidePusher(pushService, shardStacks, shards)
 	queueAdmin := routing.Queues
 	queuesService := ProvideQueues(queueAdmin, sealer, codec, queueChanges, cfg, logger)
+	fusionStats := ProvideFusionStats(batcher, shardStacks)
 	resourceStore := routing.Resources
 	groupChanges := ProvideGroupChanges(list, waker)
 	resources := ProvideResources(resourceStore, flags, list, mesh, queueChanges, groupChanges, cfg, logger)
@@ -134,7 +135,7 @@ func InitializeApp(ctx context.Context, cfg config.Config) (*App, func(), error)
 		cleanup()
 		return nil, nil, err
 	}
-	handler := ProvideHandler(pusher, service, flags, queuesService, spoolStatus, store, batcher, limiter, list, mesh, waker, resources, groups, messages, traces, analytics, ui, streamsService, job, recorder, verifier, readinessCheck, timers, check, readRouter, cfg, logger)
+	handler := ProvideHandler(pusher, service, flags, queuesService, spoolStatus, store, fusionStats, limiter, list, mesh, waker, resources, groups, messages, traces, analytics, ui, streamsService, job, recorder, verifier, readinessCheck, timers, check, readRouter, cfg, logger)
 	server := ProvideHTTPServer(cfg, handler)
 	app := NewApp(cfg, logger, flags, batcher, spool, drainer, list, mesh, job, recorder, client, readinessCheck, check, readRouter, shardStacks, server, service)
 	return app, func() {

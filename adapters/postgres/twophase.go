@@ -26,12 +26,24 @@ const undefinedObject = "42704"
 // Prepare implements ports.TwoPhaseStore: Transaction's statements, then PREPARE
 // TRANSACTION instead of COMMIT. The server needs max_prepared_transactions > 0.
 func (s *Store) Prepare(ctx context.Context, gid string, segs []ports.Segment, acks []ports.AckItem, hint string) ([]ports.SegmentResult, []ports.AckResult, error) {
-	return s.transaction(ctx, "prepare transaction", segs, acks, hint, func(ctx context.Context, tx pgx.Tx) error {
+	pushed, acked, err := s.transaction(ctx, "prepare transaction", segs, acks, hint, func(ctx context.Context, tx pgx.Tx) error {
 		// PREPARE ends the session's transaction: the deferred ROLLBACK finds none.
 		_, err := tx.Exec(ctx, "PREPARE TRANSACTION "+quoteLiteral(gid))
 		return err
 	})
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == prerequisiteState && strings.Contains(pgErr.Message, "prepared transactions are disabled") {
+		// Nothing was applied: the client's answer is a rollback that says what to change.
+		return nil, nil, &ports.RollbackError{Reason: "prepared_transactions_disabled", Msg: fmt.Sprintf(
+			"this transaction spans shards, and shard %d's PostgreSQL has max_prepared_transactions = 0: raise it (a restart) to commit across shards; nothing was applied",
+			s.opts.Shard)}
+	}
+	return pushed, acked, err
 }
+
+// prerequisiteState is SQLSTATE 55000 (object_not_in_prerequisite_state): PREPARE
+// TRANSACTION with max_prepared_transactions = 0.
+const prerequisiteState = "55000"
 
 // CommitPrepared implements ports.TwoPhaseStore.
 func (s *Store) CommitPrepared(ctx context.Context, gid string) error {

@@ -372,6 +372,25 @@ type Stats struct {
 	ItemsPerBatch float64 // moving average of frames per bundle
 }
 
+// Combine is the statistics of several batchers as one (a broker on several shards fuses
+// per shard): counters add up; the frames per bundle average is weighted by each
+// batcher's commits.
+func Combine(sts ...Stats) Stats {
+	var out Stats
+	var weighted float64
+	for _, st := range sts {
+		out.Commits += st.Commits
+		out.Failed += st.Failed
+		out.Segments += st.Segments
+		out.Frames += st.Frames
+		weighted += st.ItemsPerBatch * float64(st.Commits)
+	}
+	if out.Commits > 0 {
+		out.ItemsPerBatch = weighted / float64(out.Commits)
+	}
+	return out
+}
+
 type counters struct {
 	commits, failed, segments, frames atomic.Uint64
 	itemsPerBatch                     atomic.Uint64 // float64 bits

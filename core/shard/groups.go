@@ -158,7 +158,7 @@ func (g *Groups) DeleteGroup(ctx context.Context, tenant, group, queue string, s
 		return s.DeleteGroup(ctx, tenant, group, queue, subscriptions)
 	}
 	if queue != "" {
-		n, err := queueShardOf(ctx, g.placer, len(g.shards), tenant, queue)
+		n, err := g.placer.Holder(ctx, tenant, queue)
 		if err != nil {
 			return ports.GroupDeletion{}, fmt.Errorf("shard: delete group: %w", err)
 		}
@@ -204,7 +204,7 @@ func (g *Groups) SetGroupSubscription(ctx context.Context, tenant, group string,
 func (g *Groups) SeekGroup(ctx context.Context, tenant string, s ports.GroupSeek) (ports.GroupSeekResult, error) {
 	seek := func(st ports.GroupStore) (ports.GroupSeekResult, error) { return st.SeekGroup(ctx, tenant, s) }
 	if s.Queue != "" {
-		n, err := queueShardOf(ctx, g.placer, len(g.shards), tenant, s.Queue)
+		n, err := g.placer.Holder(ctx, tenant, s.Queue)
 		if err != nil {
 			return ports.GroupSeekResult{}, fmt.Errorf("shard: seek group: %w", err)
 		}

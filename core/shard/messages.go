@@ -3,7 +3,6 @@ package shard
 import (
 	"cmp"
 	"context"
-	"fmt"
 	"strings"
 	"sync"
 
@@ -28,59 +27,6 @@ func NewMessages(shards []ports.MessageStore, placer *Placer) *Messages {
 	return &Messages{shards: shards, placer: placer}
 }
 
-// idShard is the shard of a partition id; one naming a shard this broker does not have
-// goes to shard 0, which answers for it as for any unknown partition.
-func (m *Messages) idShard(id string) int { return within(OfID(id), len(m.shards)) }
-
-// queueShard is the shard of tenant/queue, without placing it: a queue the catalogue
-// does not know is on shard 0 or nowhere, and shard 0 answers for it either way.
-func (m *Messages) queueShard(ctx context.Context, tenant, queue string) (int, error) {
-	n, _, err := m.placer.Find(ctx, tenant, queue)
-	if err != nil {
-		return 0, fmt.Errorf("shard: find the shard of queue %q: %w", queue, err)
-	}
-	return within(n, len(m.shards)), nil
-}
-
-// within is n when it is one of count shards, else 0.
-func within(n, count int) int {
-	if n < 0 || n >= count {
-		return 0
-	}
-	return n
-}
-
-// all is the shard numbers 0 to count-1.
-func all(count int) []int {
-	ns := make([]int, count)
-	for i := range ns {
-		ns[i] = i
-	}
-	return ns
-}
-
-// gather runs fn for each shard of ns, in parallel when there are several, and waits
-// for all of them. A shard that fails fails the whole call as an *UnreachableError (the
-// lowest-numbered failing shard's): an answer missing a shard would look complete.
-func gather(ns []int, fn func(n int) error) error {
-	errs := make([]error, len(ns))
-	if len(ns) == 1 {
-		errs[0] = fn(ns[0])
-	} else {
-		var wg sync.WaitGroup
-		for i, n := range ns {
-			wg.Go(func() { errs[i] = fn(n) })
-		}
-		wg.Wait()
-	}
-	for i, err := range errs {
-		if err != nil {
-			return &UnreachableError{Shard: ns[i], Err: err}
-		}
-	}
-	return nil
-}
-
 // browseOrder is the total order of ports.BrowseKey, as the stores sort their browses:
 // newest commit first, then partition id ascending (PostgreSQL orders uuids as their
 // lower-case text does), then last offset descending.
@@ -97,7 +43,7 @@ func browseOrder(a, b ports.BrowseKey) int {
 // shard's segments.
 func (m *Messages) BrowseSegments(ctx context.Context, tenant string, f ports.MessageFilter, after *ports.BrowseKey, limit int) (ports.BrowsePage, error) {
 	if f.Queue != "" {
-		n, err := m.queueShard(ctx, tenant, f.Queue)
+		n, err := m.placer.Holder(ctx, tenant, f.Queue)
 		if err != nil {
 			return ports.BrowsePage{}, err
 		}
@@ -171,7 +117,7 @@ func mergeBrowse(pages []ports.BrowsePage, limit int) ports.BrowsePage {
 // when some shard has a named group.
 func (m *Messages) BrowseModes(ctx context.Context, tenant string, f ports.MessageFilter) (ports.GroupModes, error) {
 	if f.Queue != "" {
-		n, err := m.queueShard(ctx, tenant, f.Queue)
+		n, err := m.placer.Holder(ctx, tenant, f.Queue)
 		if err != nil {
 			return ports.GroupModes{}, err
 		}
@@ -200,7 +146,7 @@ func (m *Messages) SegmentBlobs(ctx context.Context, refs []ports.SegmentRef) ([
 	if len(refs) == 0 {
 		return nil, nil
 	}
-	groups := byShard(refs, func(r ports.SegmentRef) int { return m.idShard(r.PartitionID) })
+	groups := byShard(refs, func(r ports.SegmentRef) int { return HolderOf(r.PartitionID, len(m.shards)) })
 	ns := make([]int, 0, len(groups))
 	for n := range groups {
 		ns = append(ns, n)
@@ -238,17 +184,17 @@ func (m *Messages) SegmentBlobs(ctx context.Context, refs []ports.SegmentRef) ([
 
 // FindMessage implements ports.MessageStore on the partition's shard.
 func (m *Messages) FindMessage(ctx context.Context, tenant, partitionID string, hash [16]byte) (ports.StoredMessage, bool, error) {
-	return m.shards[m.idShard(partitionID)].FindMessage(ctx, tenant, partitionID, hash)
+	return m.shards[HolderOf(partitionID, len(m.shards))].FindMessage(ctx, tenant, partitionID, hash)
 }
 
 // SegmentAt implements ports.MessageStore on the partition's shard.
 func (m *Messages) SegmentAt(ctx context.Context, tenant, partitionID string, offset int64) (ports.StoredSegment, bool, error) {
-	return m.shards[m.idShard(partitionID)].SegmentAt(ctx, tenant, partitionID, offset)
+	return m.shards[HolderOf(partitionID, len(m.shards))].SegmentAt(ctx, tenant, partitionID, offset)
 }
 
 // NewestDeadLetter implements ports.MessageStore on the partition's shard.
 func (m *Messages) NewestDeadLetter(ctx context.Context, tenant, partitionID, transactionID string) (string, bool, error) {
-	return m.shards[m.idShard(partitionID)].NewestDeadLetter(ctx, tenant, partitionID, transactionID)
+	return m.shards[HolderOf(partitionID, len(m.shards))].NewestDeadLetter(ctx, tenant, partitionID, transactionID)
 }
 
 // MoveDeadLetter implements ports.MessageStore. A dead letter's id does not name its
@@ -272,14 +218,14 @@ func (m *Messages) MoveDeadLetter(ctx context.Context, tenant, id string, move f
 
 // DeleteDeadLetters implements ports.MessageStore on the partition's shard.
 func (m *Messages) DeleteDeadLetters(ctx context.Context, tenant, partitionID, transactionID string) (int64, error) {
-	return m.shards[m.idShard(partitionID)].DeleteDeadLetters(ctx, tenant, partitionID, transactionID)
+	return m.shards[HolderOf(partitionID, len(m.shards))].DeleteDeadLetters(ctx, tenant, partitionID, transactionID)
 }
 
 // PurgeDeadLetters implements ports.MessageStore on the queue's shard, which holds its
 // dead letters (a queue's placement outlives the queue, so a deleted queue's are found
 // there too).
 func (m *Messages) PurgeDeadLetters(ctx context.Context, tenant, queue, group string) (int64, error) {
-	n, err := m.queueShard(ctx, tenant, queue)
+	n, err := m.placer.Holder(ctx, tenant, queue)
 	if err != nil {
 		return 0, err
 	}

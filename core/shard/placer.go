@@ -96,6 +96,14 @@ func (p *Placer) Find(ctx context.Context, tenant, queue string) (n int, ok bool
 	return have.Shard, true, nil
 }
 
+// Holder is the shard that holds tenant/queue, without placing it (Find): a queue the
+// catalogue does not know is on shard 0 or nowhere, and shard 0 answers for it either
+// way.
+func (p *Placer) Holder(ctx context.Context, tenant, queue string) (int, error) {
+	n, _, err := p.Find(ctx, tenant, queue)
+	return n, err
+}
+
 // Shards is the number of shards the placer places on.
 func (p *Placer) Shards() int { return p.shards }
 

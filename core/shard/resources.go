@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/queen-go/queen/ports"
@@ -35,19 +34,6 @@ func NewResources(shards []ports.ResourceStore, placer *Placer) *Resources {
 // rows: no tenant comes near it).
 const wholeListing = math.MaxInt32
 
-// queueShardOf is the shard holding tenant/queue without placing it: a queue the catalogue
-// does not know is on shard 0 or nowhere, and shard 0 answers for it either way.
-func queueShardOf(ctx context.Context, p *Placer, shards int, tenant, queue string) (int, error) {
-	n, _, err := p.Find(ctx, tenant, queue)
-	if err != nil {
-		return 0, fmt.Errorf("find the shard of queue %q: %w", queue, err)
-	}
-	if n >= shards {
-		return 0, nil
-	}
-	return n, nil
-}
-
 // askOne runs ask on shard n, an error naming the shard.
 func askOne[S, T any](shards []S, n int, ask func(S) (T, error)) (T, error) {
 	v, err := ask(shards[n])
@@ -57,25 +43,17 @@ func askOne[S, T any](shards []S, n int, ask func(S) (T, error)) (T, error) {
 	return v, nil
 }
 
-// askAll asks every shard in parallel and returns the answers by shard number. Any
-// failure fails the whole call, as *UnreachableError naming the lowest-numbered shard
-// that failed: a merge missing one shard's part would look complete.
+// askAll asks every shard in parallel and returns the answers by shard number; a
+// failure fails the whole call as gather says.
 func askAll[S, T any](shards []S, ask func(n int, s S) (T, error)) ([]T, error) {
 	out := make([]T, len(shards))
-	errs := make([]error, len(shards))
-	if len(shards) == 1 {
-		out[0], errs[0] = ask(0, shards[0])
-	} else {
-		var wg sync.WaitGroup
-		for n, s := range shards {
-			wg.Go(func() { out[n], errs[n] = ask(n, s) })
-		}
-		wg.Wait()
-	}
-	for n, err := range errs {
-		if err != nil {
-			return nil, &UnreachableError{Shard: n, Err: err}
-		}
+	err := gather(all(len(shards)), func(n int) error {
+		var err error
+		out[n], err = ask(n, shards[n])
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -134,7 +112,7 @@ func (r *Resources) ListQueues(ctx context.Context, tenant string, f ports.Resou
 		return answer{rows, total}, err
 	}
 	if f.Queue != "" {
-		n, err := queueShardOf(ctx, r.placer, len(r.shards), tenant, f.Queue)
+		n, err := r.placer.Holder(ctx, tenant, f.Queue)
 		if err != nil {
 			return nil, 0, fmt.Errorf("shard: list queues: %w", err)
 		}
@@ -166,7 +144,7 @@ func (r *Resources) QueueDetail(ctx context.Context, tenant, queue string, p por
 		d     ports.QueueResourceDetail
 		found bool
 	}
-	n, err := queueShardOf(ctx, r.placer, len(r.shards), tenant, queue)
+	n, err := r.placer.Holder(ctx, tenant, queue)
 	if err != nil {
 		return ports.QueueResourceDetail{}, false, fmt.Errorf("shard: queue detail: %w", err)
 	}
@@ -186,7 +164,7 @@ func (r *Resources) QueueDepth(ctx context.Context, tenant, queue, group string,
 		d     ports.QueueDepthResult
 		found bool
 	}
-	n, err := queueShardOf(ctx, r.placer, len(r.shards), tenant, queue)
+	n, err := r.placer.Holder(ctx, tenant, queue)
 	if err != nil {
 		return ports.QueueDepthResult{}, false, fmt.Errorf("shard: queue depth: %w", err)
 	}
@@ -341,7 +319,7 @@ func (r *Resources) distinctGroups(ctx context.Context, tenant string, got []por
 // dead letters, each of which lives on one shard, so the sums are exact.
 func (r *Resources) Status(ctx context.Context, tenant string, f ports.ResourceFilter) (ports.ResourceStatus, error) {
 	if f.Queue != "" {
-		n, err := queueShardOf(ctx, r.placer, len(r.shards), tenant, f.Queue)
+		n, err := r.placer.Holder(ctx, tenant, f.Queue)
 		if err != nil {
 			return ports.ResourceStatus{}, fmt.Errorf("shard: status: %w", err)
 		}

@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -44,13 +46,6 @@ func NewRouter(shards []Stores, placer *Placer) *Router {
 	return &Router{shards: shards, placer: placer}
 }
 
-// queueShard is the shard holding tenant/queue without placing it: a queue the catalogue
-// does not know is on shard 0 or nowhere, and shard 0 answers for it either way.
-func (r *Router) queueShard(ctx context.Context, tenant, queue string) (int, error) {
-	n, _, err := r.placer.Find(ctx, tenant, queue)
-	return n, err
-}
-
 // OfID is the shard named by a partition or lease id in text form; an id that does not
 // parse names shard 0, whose store refuses it as it always has.
 func OfID(id string) int {
@@ -61,20 +56,11 @@ func OfID(id string) int {
 	return Of(u)
 }
 
-// idShard is the shard of a partition id; one naming a shard this broker does not have
-// goes to shard 0, which refuses it as an unknown partition.
-func (r *Router) idShard(id string) int {
-	if n := OfID(id); n < len(r.shards) {
-		return n
-	}
-	return 0
-}
-
 // Pop implements ports.ConsumeStore: a queue's pop runs on its shard; a pop by namespace
 // or task tries every shard, starting at a rotating one, until its batch is full.
 func (r *Router) Pop(ctx context.Context, req ports.PopRequest) ([]ports.Claim, []ports.Verdict, error) {
 	if req.Queue != "" {
-		n, err := r.queueShard(ctx, req.Tenant, req.Queue)
+		n, err := r.placer.Holder(ctx, req.Tenant, req.Queue)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -107,7 +93,7 @@ func (r *Router) Pop(ctx context.Context, req ports.PopRequest) ([]ports.Claim, 
 // Ack implements ports.ConsumeStore: items go to their partitions' shards (in parallel
 // when they span several) and the results come back in input order.
 func (r *Router) Ack(ctx context.Context, items []ports.AckItem) ([]ports.AckResult, error) {
-	groups := byShard(items, func(it ports.AckItem) int { return r.idShard(it.PartitionID) })
+	groups := byShard(items, func(it ports.AckItem) int { return HolderOf(it.PartitionID, len(r.shards)) })
 	if len(groups) == 1 {
 		for n := range groups {
 			return r.shards[n].Consume.Ack(ctx, items)
@@ -121,7 +107,7 @@ func (r *Router) Ack(ctx context.Context, items []ports.AckItem) ([]ports.AckRes
 		}
 		res, err := r.shards[n].Consume.Ack(ctx, sub)
 		if err != nil {
-			return fmt.Errorf("shard %d: %w", n, err)
+			return err
 		}
 		for j, i := range idx {
 			out[i] = res[j]
@@ -134,7 +120,7 @@ func (r *Router) Ack(ctx context.Context, items []ports.AckItem) ([]ports.AckRes
 // Release implements ports.ConsumeStore: each claim is released on its partition's
 // shard.
 func (r *Router) Release(ctx context.Context, group, leaseID string, autoAck bool, claims []ports.Claim) error {
-	groups := byShard(claims, func(c ports.Claim) int { return r.idShard(c.PartitionID) })
+	groups := byShard(claims, func(c ports.Claim) int { return HolderOf(c.PartitionID, len(r.shards)) })
 	return scatter(groups, func(n int, idx []int) error {
 		sub := make([]ports.Claim, len(idx))
 		for j, i := range idx {
@@ -153,14 +139,10 @@ func (r *Router) ExtendLease(ctx context.Context, leaseID string, d time.Duratio
 		renewed int
 		first   time.Time
 	)
-	all := make(map[int][]int, len(r.shards))
-	for n := range r.shards {
-		all[n] = nil
-	}
-	err := scatter(all, func(n int, _ []int) error {
+	err := gather(all(len(r.shards)), func(n int) error {
 		k, exp, err := r.shards[n].Consume.ExtendLease(ctx, leaseID, d)
 		if err != nil {
-			return fmt.Errorf("shard %d: %w", n, err)
+			return err
 		}
 		mu.Lock()
 		defer mu.Unlock()
@@ -178,7 +160,7 @@ func (r *Router) ExtendLease(ctx context.Context, leaseID string, d time.Duratio
 
 // Pending implements ports.HotlistStore on the queue's shard.
 func (r *Router) Pending(ctx context.Context, tenant, queue, group, after string, limit int) (ports.PendingPage, error) {
-	n, err := r.queueShard(ctx, tenant, queue)
+	n, err := r.placer.Holder(ctx, tenant, queue)
 	if err != nil {
 		return ports.PendingPage{}, err
 	}
@@ -187,7 +169,7 @@ func (r *Router) Pending(ctx context.Context, tenant, queue, group, after string
 
 // EncryptionEnabled implements ports.QueueSettings on the queue's shard.
 func (r *Router) EncryptionEnabled(ctx context.Context, tenant, queue string) (bool, error) {
-	n, err := r.queueShard(ctx, tenant, queue)
+	n, err := r.placer.Holder(ctx, tenant, queue)
 	if err != nil {
 		return false, err
 	}
@@ -213,7 +195,7 @@ func (r *Router) Configure(ctx context.Context, tenant string, cfg ports.QueueCo
 // DeleteQueue implements ports.QueueAdmin on the queue's shard. The placement stays: a
 // queue created again under the name goes back to the same shard.
 func (r *Router) DeleteQueue(ctx context.Context, tenant, queue string) (bool, error) {
-	n, err := r.queueShard(ctx, tenant, queue)
+	n, err := r.placer.Holder(ctx, tenant, queue)
 	if err != nil {
 		return false, err
 	}
@@ -225,7 +207,7 @@ func (r *Router) DeleteQueue(ctx context.Context, tenant, queue string) (bool, e
 // shard asked for the rows up to the page's end.
 func (r *Router) DeadLetters(ctx context.Context, tenant string, f ports.DeadLetterFilter) ([]ports.DeadLetter, error) {
 	if f.Queue != "" {
-		n, err := r.queueShard(ctx, tenant, f.Queue)
+		n, err := r.placer.Holder(ctx, tenant, f.Queue)
 		if err != nil {
 			return nil, err
 		}
@@ -237,14 +219,10 @@ func (r *Router) DeadLetters(ctx context.Context, tenant string, f ports.DeadLet
 	if f.Limit > 0 {
 		each.Limit = f.Offset + f.Limit
 	}
-	all := make(map[int][]int, len(r.shards))
-	for n := range r.shards {
-		all[n] = nil
-	}
-	err := scatter(all, func(n int, _ []int) error {
+	err := gather(all(len(r.shards)), func(n int) error {
 		rows, err := r.shards[n].Queues.DeadLetters(ctx, tenant, each)
 		if err != nil {
-			return &UnreachableError{Shard: n, Err: err}
+			return err
 		}
 		pages[n] = rows
 		return nil
@@ -287,26 +265,52 @@ func byShard[T any](xs []T, of func(T) int) map[int][]int {
 	return groups
 }
 
-// scatter runs fn for each shard of groups, in parallel when there are several, and
-// joins their errors.
+// scatter runs fn for each shard of groups with the indexes it holds (gather).
 func scatter(groups map[int][]int, fn func(n int, idx []int) error) error {
-	if len(groups) == 1 {
-		for n, idx := range groups {
-			return fn(n, idx)
+	ns := slices.Sorted(maps.Keys(groups))
+	return gather(ns, func(n int) error { return fn(n, groups[n]) })
+}
+
+// HolderOf is the shard a partition or lease id names among count shards; one naming a
+// shard this broker does not have goes to shard 0, which answers for it as for any
+// unknown id.
+func HolderOf(id string, count int) int { return within(OfID(id), count) }
+
+// within is n when it is one of count shards, else 0.
+func within(n, count int) int {
+	if n < 0 || n >= count {
+		return 0
+	}
+	return n
+}
+
+// all is the shard numbers 0 to count-1.
+func all(count int) []int {
+	ns := make([]int, count)
+	for i := range ns {
+		ns[i] = i
+	}
+	return ns
+}
+
+// gather runs fn for each shard of ns, in parallel when there are several, and waits
+// for all of them. A shard that fails fails the whole call as an *UnreachableError (the
+// lowest-numbered failing shard's): an answer missing a shard would look complete.
+func gather(ns []int, fn func(n int) error) error {
+	errs := make([]error, len(ns))
+	if len(ns) == 1 {
+		errs[0] = fn(ns[0])
+	} else {
+		var wg sync.WaitGroup
+		for i, n := range ns {
+			wg.Go(func() { errs[i] = fn(n) })
+		}
+		wg.Wait()
+	}
+	for i, err := range errs {
+		if err != nil {
+			return &UnreachableError{Shard: ns[i], Err: err}
 		}
 	}
-	errs := make([]error, 0, len(groups))
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for n, idx := range groups {
-		wg.Go(func() {
-			if err := fn(n, idx); err != nil {
-				mu.Lock()
-				errs = append(errs, err)
-				mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
-	return errors.Join(errs...)
+	return nil
 }

@@ -29,15 +29,6 @@ func NewStreams(shards []ports.StreamStore, segs []ports.SegmentStore, placer *P
 	return &Streams{shards: shards, segs: segs, placer: placer}
 }
 
-// idShard is the shard of a partition id; one naming a shard this broker does not have
-// reads as shard 0, which does not know it.
-func (s *Streams) idShard(id string) int {
-	if n := OfID(id); n < len(s.shards) {
-		return n
-	}
-	return 0
-}
-
 // RegisterQuery implements ports.StreamStore on the source queue's shard, placing the
 // source (and a new sink beside it) when the catalogue does not know it.
 func (s *Streams) RegisterQuery(ctx context.Context, q ports.StreamQuery, reset bool) (ports.Registration, error) {
@@ -55,14 +46,14 @@ func (s *Streams) RegisterQuery(ctx context.Context, q ports.StreamQuery, reset 
 
 // StreamState implements ports.StreamStore on the partition's shard.
 func (s *Streams) StreamState(ctx context.Context, queryID, partitionID string, f ports.StateFilter) ([]ports.StateRow, error) {
-	return s.shards[s.idShard(partitionID)].StreamState(ctx, queryID, partitionID, f)
+	return s.shards[HolderOf(partitionID, len(s.shards))].StreamState(ctx, queryID, partitionID, f)
 }
 
 // Cycle implements ports.StreamStore on the source partition's shard. A sink segment
 // for a queue of another shard (a sink placed elsewhere before its query was registered
 // here) is refused: committing it there would split the queue.
 func (s *Streams) Cycle(ctx context.Context, c ports.Cycle) (ports.CycleResult, error) {
-	n := s.idShard(c.PartitionID)
+	n := HolderOf(c.PartitionID, len(s.shards))
 	for _, sg := range c.Segments {
 		if m, ok := s.placer.Cached(sg.Tenant, sg.Queue); ok && m != n {
 			return ports.CycleResult{}, &ports.RollbackError{Reason: "sink", Msg: fmt.Sprintf(
@@ -92,10 +83,10 @@ func (s *Streams) PushSegments(ctx context.Context, segs []ports.Segment) ([]por
 
 // SegmentAt implements ports.SegmentStore on the partition's shard.
 func (s *Streams) SegmentAt(ctx context.Context, partitionID string, offset int64) (ports.StoredSegment, bool, error) {
-	return s.segs[s.idShard(partitionID)].SegmentAt(ctx, partitionID, offset)
+	return s.segs[HolderOf(partitionID, len(s.shards))].SegmentAt(ctx, partitionID, offset)
 }
 
 // RecentHashes implements ports.SegmentStore on the partition's shard.
 func (s *Streams) RecentHashes(ctx context.Context, partitionID string, maxSegments int) (ports.RecentHashes, error) {
-	return s.segs[s.idShard(partitionID)].RecentHashes(ctx, partitionID, maxSegments)
+	return s.segs[HolderOf(partitionID, len(s.shards))].RecentHashes(ctx, partitionID, maxSegments)
 }

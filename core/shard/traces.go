@@ -22,17 +22,15 @@ var _ ports.TraceStore = (*Traces)(nil)
 // NewTraces returns the trace store over shards (index = shard number).
 func NewTraces(shards []ports.TraceStore) *Traces { return &Traces{shards: shards} }
 
-func (t *Traces) idShard(id string) int { return within(OfID(id), len(t.shards)) }
-
 // AddTrace implements ports.TraceStore on the partition's shard (its expiry batch
 // deletes expired traces of that shard only; each shard's own inserts expire the rest).
 func (t *Traces) AddTrace(ctx context.Context, tenant string, nt ports.NewTrace, lifetime func(ports.QueueOptions) time.Duration, expire int) (ports.Trace, bool, error) {
-	return t.shards[t.idShard(nt.PartitionID)].AddTrace(ctx, tenant, nt, lifetime, expire)
+	return t.shards[HolderOf(nt.PartitionID, len(t.shards))].AddTrace(ctx, tenant, nt, lifetime, expire)
 }
 
 // MessageTraces implements ports.TraceStore on the partition's shard.
 func (t *Traces) MessageTraces(ctx context.Context, tenant, partitionID, transactionID string, limit int) ([]ports.Trace, error) {
-	return t.shards[t.idShard(partitionID)].MessageTraces(ctx, tenant, partitionID, transactionID, limit)
+	return t.shards[HolderOf(partitionID, len(t.shards))].MessageTraces(ctx, tenant, partitionID, transactionID, limit)
 }
 
 // upTo is how many rows each shard is asked for so that the merge can cut rows offset

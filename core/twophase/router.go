@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/google/uuid"
-
 	"github.com/queen-go/queen/core/shard"
 	"github.com/queen-go/queen/ports"
 )
@@ -63,14 +61,9 @@ func (r *Router) Transaction(ctx context.Context, segs []ports.Segment, acks []p
 		at(n).segs = append(at(n).segs, i)
 	}
 	for i, a := range acks {
-		n := 0
-		if id, err := uuid.Parse(a.PartitionID); err == nil {
-			n = shard.Of(id)
-		}
-		if n >= len(r.stores) {
-			n = 0 // an id no shard minted: shard 0 answers that it does not know it
-		}
-		at(n).acks = append(at(n).acks, i)
+		// An id no shard minted goes to shard 0, which answers that it does not know it.
+		sh := at(shard.HolderOf(a.PartitionID, len(r.stores)))
+		sh.acks = append(sh.acks, i)
 	}
 	if len(order) <= 1 {
 		n := 0
