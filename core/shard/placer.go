@@ -24,16 +24,20 @@ type Placer struct {
 	open   []int
 
 	mu    sync.RWMutex
-	cache map[string]int // tenant\x1fqueue -> shard
+	cache map[queueKey]int
 }
 
 // NewPlacer returns the placer of shards shards (numbered from 0) on store; open are the
 // shards new queues may go to (nil: all).
 func NewPlacer(store ports.PlacementStore, shards int, open []int) *Placer {
-	return &Placer{store: store, shards: shards, open: open, cache: map[string]int{}}
+	return &Placer{store: store, shards: shards, open: open, cache: map[queueKey]int{}}
 }
 
-func key(tenant, queue string) string { return tenant + "\x1f" + queue }
+// queueKey names a queue in the copy; a struct, so that a lookup allocates nothing (the
+// push path looks up every request's queue).
+type queueKey struct{ tenant, queue string }
+
+func key(tenant, queue string) queueKey { return queueKey{tenant, queue} }
 
 // fromCatalogue marks an error of the placement store as shard 0's: the catalogue did not
 // answer (an UnreachableError, which the API answers 503).

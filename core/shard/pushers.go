@@ -31,17 +31,17 @@ func NewPushers(services []*push.Service, txn *push.Service, placer *Placer) *Pu
 // in order. An item whose queue cannot be placed (the catalogue did not answer for a
 // queue this broker has not seen) fails, and says why: nothing of it was accepted.
 func (p *Pushers) Push(ctx context.Context, tenant, producerSub string, items []push.Item) []push.Result {
-	shardOf := make([]int, len(items))
+	if n, ok := p.oneShard(tenant, items); ok {
+		return p.services[n].Push(ctx, tenant, producerSub, items)
+	}
 	groups := make(map[int][]int, 1)
 	var failed []push.Result
 	for i, it := range items {
 		n, err := p.placer.ShardOfPushed(ctx, tenant, it.Queue)
 		if err != nil {
 			failed = append(failed, unplaced(i, it, err))
-			shardOf[i] = -1
 			continue
 		}
-		shardOf[i] = n
 		groups[n] = append(groups[n], i)
 	}
 	if len(groups) == 1 && failed == nil {
@@ -68,6 +68,23 @@ func (p *Pushers) Push(ctx context.Context, tenant, producerSub string, items []
 	}
 	wg.Wait()
 	return out
+}
+
+// oneShard is the shard of every item when the copy knows them all and they share one:
+// the usual request, routed without an allocation.
+func (p *Pushers) oneShard(tenant string, items []push.Item) (int, bool) {
+	n, last := -1, ""
+	for _, it := range items {
+		if n >= 0 && it.Queue == last {
+			continue
+		}
+		m, ok := p.placer.Cached(tenant, it.Queue)
+		if !ok || (n >= 0 && m != n) {
+			return 0, false
+		}
+		n, last = m, it.Queue
+	}
+	return n, n >= 0
 }
 
 // unplaced is the failed result of an item whose queue has no known shard.
