@@ -12,10 +12,7 @@ import (
 )
 
 // groupReadCase is one read of a GroupStore, its answer with partition ids blanked.
-type groupReadCase struct {
-	name string
-	read func(ctx context.Context, s ports.GroupStore) (any, error)
-}
+type groupReadCase = storeRead[ports.GroupStore]
 
 func blankPartitionIDs(rows []ports.GroupPosition) []ports.GroupPosition {
 	for i := range rows {
@@ -56,16 +53,7 @@ func groupReads() []groupReadCase {
 func TestGroupsAnswerAsOneStore(t *testing.T) {
 	t.Parallel()
 	f := newAdminFleet(t)
-	sharded := f.groups()
-	for _, r := range groupReads() {
-		t.Run(r.name, func(t *testing.T) {
-			t.Parallel()
-			ctx := context.Background()
-			want, wantErr := r.read(ctx, f.whole)
-			got, gotErr := r.read(ctx, sharded)
-			sameAnswer(t, got, want, gotErr, wantErr)
-		})
-	}
+	answersAsOneStore[ports.GroupStore](t, groupReads(), f.whole, f.groups())
 }
 
 // A move answers what it answers on one store, and leaves the same state behind.

@@ -3,31 +3,17 @@ package shard
 import (
 	"context"
 	"errors"
-	"sync/atomic"
 	"testing"
 
-	"github.com/queen-go/queen/adapters/memory"
 	"github.com/queen-go/queen/ports"
 )
 
 const tenant = ports.DefaultTenant
 
-// catalogue is an in-memory placement map that can stop answering.
-func catalogue() (*memory.Placements, *atomic.Bool) {
-	down := new(atomic.Bool)
-	m := &memory.Placements{Fault: func() error {
-		if down.Load() {
-			return ports.ErrUnavailable
-		}
-		return nil
-	}}
-	return m, down
-}
-
 func TestPlacerPlacesOnceAndCoLocatesNamespaces(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	m, _ := catalogue()
+	m, _ := fakeCatalogue()
 	a, b := NewPlacer(m, 4, nil), NewPlacer(m, 4, nil) // two brokers
 	first, err := a.ShardOf(ctx, tenant, "billing.invoices", "billing")
 	if err != nil {
@@ -47,7 +33,7 @@ func TestPlacerPlacesOnceAndCoLocatesNamespaces(t *testing.T) {
 func TestPlacerExplicit(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	m, _ := catalogue()
+	m, _ := fakeCatalogue()
 	p := NewPlacer(m, 3, []int{0})
 	if n, err := p.PlaceExplicit(ctx, tenant, "q", "", 2); err != nil || n != 2 {
 		t.Fatalf("PlaceExplicit: %d, %v; want 2 (a closed shard is an operator's choice)", n, err)
@@ -71,7 +57,7 @@ func TestPlacerExplicit(t *testing.T) {
 func TestPlacerWithoutTheCatalogue(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	m, down := catalogue()
+	m, down := fakeCatalogue()
 	p := NewPlacer(m, 2, nil)
 	known, err := p.ShardOf(ctx, tenant, "known", "")
 	if err != nil {
@@ -107,7 +93,7 @@ func TestPlacerWithoutTheCatalogue(t *testing.T) {
 func TestPlacerUnknownShard(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	m, _ := catalogue()
+	m, _ := fakeCatalogue()
 	if _, err := m.Place(ctx, ports.Placement{Tenant: tenant, Queue: "far", Shard: 5}); err != nil {
 		t.Fatal(err)
 	}

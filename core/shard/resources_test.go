@@ -257,10 +257,28 @@ var resourcePages = []ports.ResourcePage{
 	{Limit: 1, Offset: 1}, {Limit: 0}, {Limit: 100}, {Limit: 5, Offset: 100},
 }
 
-// resourceRead is one read of a ResourceStore, its answer with ids blanked.
-type resourceRead struct {
+// storeRead is one read of a store S, its answer with what the shards mint differently
+// (ids) blanked.
+type storeRead[S any] struct {
 	name string
-	read func(ctx context.Context, s ports.ResourceStore) (any, error)
+	read func(ctx context.Context, s S) (any, error)
+}
+
+type resourceRead = storeRead[ports.ResourceStore]
+
+// answersAsOneStore runs every read on the store holding everything and on the sharded
+// one, in parallel subtests: the answers must be the same.
+func answersAsOneStore[S any](t *testing.T, reads []storeRead[S], whole, sharded S) {
+	t.Helper()
+	for _, r := range reads {
+		t.Run(r.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			want, wantErr := r.read(ctx, whole)
+			got, gotErr := r.read(ctx, sharded)
+			sameAnswer(t, got, want, gotErr, wantErr)
+		})
+	}
 }
 
 func resourceReads() []resourceRead {
@@ -340,16 +358,7 @@ func queueReads() []resourceRead {
 func TestResourcesAnswerAsOneStore(t *testing.T) {
 	t.Parallel()
 	f := newAdminFleet(t)
-	sharded := f.resources()
-	for _, r := range resourceReads() {
-		t.Run(r.name, func(t *testing.T) {
-			t.Parallel()
-			ctx := context.Background()
-			want, wantErr := r.read(ctx, f.whole)
-			got, gotErr := r.read(ctx, sharded)
-			sameAnswer(t, got, want, gotErr, wantErr)
-		})
-	}
+	answersAsOneStore[ports.ResourceStore](t, resourceReads(), f.whole, f.resources())
 }
 
 // The seed spreads what the distinct counts count over several shards: summing the
