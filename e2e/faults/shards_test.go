@@ -17,12 +17,13 @@ import (
 )
 
 // shardRig is a broker on three shards (QUEEN_SHARDS): shard 0, the catalogue, a
-// database on the package's cluster behind a proxy the test can cut or freeze; shards 1
-// and 2 databases on clusters of their own, which the test can crash.
+// database on the package's cluster, shards 1 and 2 databases on clusters of their own,
+// which the test can crash; the broker reaches each through a proxy the test can cut or
+// freeze.
 type shardRig struct {
 	urls     []string // the shards' databases, directly
 	clusters []*cluster
-	catProxy *netproxy.Proxy // the broker's way to shard 0
+	proxies  []*netproxy.Proxy // the broker's way to each shard
 	broker   *brokerProc
 	api      *api
 }
@@ -43,21 +44,34 @@ func startShardRig(t *testing.T, env map[string]string) *shardRig {
 		r.clusters = append(r.clusters, c)
 		r.urls = append(r.urls, c.newDatabase(t))
 	}
-	p, err := netproxy.Start("127.0.0.1:" + strconv.Itoa(pg.port))
-	if err != nil {
-		t.Fatal(err)
+	var proxied []string
+	for n, c := range r.clusters {
+		p, err := netproxy.Start("127.0.0.1:" + strconv.Itoa(c.port))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(p.Close)
+		r.proxies = append(r.proxies, p)
+		proxied = append(proxied, strings.Replace(r.urls[n], ":"+strconv.Itoa(c.port)+"/", ":"+strconv.Itoa(p.Port())+"/", 1))
 	}
-	t.Cleanup(p.Close)
-	r.catProxy = p
-	catalogue := strings.Replace(r.urls[0], ":"+strconv.Itoa(pg.port)+"/", ":"+strconv.Itoa(p.Port())+"/", 1)
-	vars := map[string]string{"QUEEN_PG_URL": "", "QUEEN_SHARDS": strings.Join([]string{catalogue, r.urls[1], r.urls[2]}, " "),
-		"DB_POOL_SIZE": "12"}
+	vars := map[string]string{"QUEEN_PG_URL": "", "QUEEN_SHARDS": strings.Join(proxied, " "), "DB_POOL_SIZE": "12"}
 	for k, v := range env {
 		vars[k] = v
 	}
 	r.broker = startBroker(t, r.urls[0], vars)
 	r.api = newAPI(t, r.broker)
 	return r
+}
+
+// drop tears down shard n's proxied connections, with the bytes a freeze held (they
+// must not reach the database after the broker died), and lets new ones through.
+func (r *shardRig) drop(t *testing.T, n int) {
+	t.Helper()
+	r.proxies[n].Cut()
+	r.proxies[n].Thaw()
+	if err := r.proxies[n].Restore(); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // queueOn configures queues named prefix-0, prefix-1, ... until one is placed on shard n,
@@ -157,11 +171,27 @@ func crossShardTxn(qb, txn string, p *popped) map[string]any {
 }
 
 // TestFaultShardKilledBetweenPrepareAndCommit: a transaction acks on shard 1 and pushes
-// on shard 2; the broker prepares both parts, then is SIGKILLed while the catalogue (frozen)
-// has not recorded the decision. Restarted, its recovery rolls both prepared parts back
-// (no decision: abort) once they are older than the statement timeout; the client's
-// retry then commits exactly once: the input acked, one copy of the output.
+// on shard 2; the broker prepares both parts and is SIGKILLed before it finishes, then
+// restarted; the transaction resolves exactly once either way:
+//
+//   - before the decision (the catalogue frozen): the recovery records an abort and rolls
+//     both parts back once they are older than the statement timeout; the client's retry
+//     then commits once;
+//   - after the decision, with shard 1's part committed and shard 2's COMMIT PREPARED
+//     held (shard 2 frozen): the recovery reads the decision and commits shard 2's part.
 func TestFaultShardKilledBetweenPrepareAndCommit(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		decided bool
+	}{
+		{"before the decision: rolled back, then retried", false},
+		{"after the decision: committed by the recovery", true},
+	} {
+		t.Run(tt.name, func(t *testing.T) { killMidTransaction(t, tt.decided) })
+	}
+}
+
+func killMidTransaction(t *testing.T, decided bool) {
 	rig := startShardRig(t, nil)
 	qa, qb := rig.queueOn(t, 1, "t1"), rig.queueOn(t, 2, "t2")
 	rig.api.push(item(qa, "", "input"))
@@ -169,54 +199,58 @@ func TestFaultShardKilledBetweenPrepareAndCommit(t *testing.T) {
 	if p == nil || len(p.Messages) != 1 {
 		t.Fatalf("pop the input: %+v", p)
 	}
+	prepared := func(n int) int64 {
+		return queryInt(t, rig.urls[n], `SELECT count(*) FROM pg_prepared_xacts WHERE gid LIKE 'queen:%'`)
+	}
 
-	rig.catProxy.Freeze()
+	rig.proxies[0].Freeze() // the decision waits
 	answered := make(chan int, 1)
 	go func() {
 		// Its answer never comes: the broker dies first (a transport error, not a status).
 		answered <- rig.api.callQuiet(http.MethodPost, "/api/v1/transaction", crossShardTxn(qb, "output", p))
 	}()
-	prepared := func() bool {
-		return queryInt(t, rig.urls[1], `SELECT count(*) FROM pg_prepared_xacts WHERE gid LIKE 'queen:%'`) == 1 &&
-			queryInt(t, rig.urls[2], `SELECT count(*) FROM pg_prepared_xacts WHERE gid LIKE 'queen:%'`) == 1
+	waitFor(t, 30*time.Second, "both parts prepared", func() bool { return prepared(1) == 1 && prepared(2) == 1 })
+	if decided {
+		rig.proxies[2].Freeze() // shard 2's COMMIT PREPARED waits
+		rig.proxies[0].Thaw()   // the decision goes through, then shard 1's commit
+		waitFor(t, 30*time.Second, "the decision recorded and shard 1's part committed", func() bool {
+			return queryInt(t, rig.urls[0], `SELECT count(*) FROM queen.xact_decisions WHERE commit`) == 1 && prepared(1) == 0
+		})
 	}
-	waitFor(t, 30*time.Second, "both parts prepared", prepared)
 	rig.broker.kill()
 	<-answered
-	// The held bytes (the decision's INSERT) die with their connections: thawed first,
-	// they would reach the catalogue after the kill.
-	rig.catProxy.Cut()
-	rig.catProxy.Thaw()
-	if err := rig.catProxy.Restore(); err != nil {
-		t.Fatal(err)
+	rig.drop(t, 0)
+	rig.drop(t, 2)
+	if decided && prepared(2) != 1 {
+		t.Fatal("shard 2's part was resolved before the restart: the recovery would have nothing to do")
 	}
 	killed := time.Now()
 	rig.broker.start()
 
-	resolved := func() bool {
-		return queryInt(t, rig.urls[1], `SELECT count(*) FROM pg_prepared_xacts`) == 0 &&
-			queryInt(t, rig.urls[2], `SELECT count(*) FROM pg_prepared_xacts`) == 0
-	}
-	waitFor(t, time.Minute, "the prepared parts resolved", resolved)
+	waitFor(t, time.Minute, "the prepared parts resolved", func() bool { return prepared(1) == 0 && prepared(2) == 0 })
 	recovery := time.Since(killed)
-	if n := queryInt(t, rig.urls[0], `SELECT count(*) FROM queen.xact_decisions WHERE NOT commit`); n != 1 {
-		t.Errorf("%d abort decisions recorded, want 1 (the recovery's)", n)
+	want := map[bool]int64{false: 0, true: 1}[decided]
+	if n := storedCopies(t, rig.urls[2], qb); n != want {
+		t.Fatalf("the transaction's push is stored %d times, want %d", n, want)
 	}
-	if n := storedCopies(t, rig.urls[2], qb); n != 0 {
-		t.Fatalf("the rolled-back push is stored %d times", n)
-	}
-	// The input's lease survived the rollback: the retry commits, once.
-	var ans txnAnswer
-	if code := rig.api.call(http.MethodPost, "/api/v1/transaction", crossShardTxn(qb, "output", p), &ans); code != http.StatusOK || !ans.Success {
-		t.Fatalf("retry of the transaction: %d %+v", code, ans)
-	}
-	if n := storedCopies(t, rig.urls[2], qb); n != 1 {
-		t.Errorf("the retried push is stored %d times, want 1", n)
+	if !decided {
+		if n := queryInt(t, rig.urls[0], `SELECT count(*) FROM queen.xact_decisions WHERE NOT commit`); n != 1 {
+			t.Errorf("%d abort decisions recorded, want 1 (the recovery's)", n)
+		}
+		// The input's lease survived the rollback: the retry commits, once.
+		var ans txnAnswer
+		if code := rig.api.call(http.MethodPost, "/api/v1/transaction", crossShardTxn(qb, "output", p), &ans); code != http.StatusOK || !ans.Success {
+			t.Fatalf("retry of the transaction: %d %+v", code, ans)
+		}
+		if n := storedCopies(t, rig.urls[2], qb); n != 1 {
+			t.Errorf("the retried push is stored %d times, want 1", n)
+		}
 	}
 	if again := rig.api.pop(qa + "?batch=1"); again != nil {
-		t.Errorf("the input was delivered again after the committed retry: %+v", again)
+		t.Errorf("the input was delivered again after the transaction committed: %+v", again)
 	}
-	recordTargeted("broker SIGKILL between PREPARE and COMMIT PREPARED (3 shards)", 1, 1, recovery, !t.Failed())
+	fault := map[bool]string{false: "before", true: "after"}[decided]
+	recordTargeted("broker SIGKILL between PREPARE and COMMIT PREPARED, "+fault+" the decision (3 shards)", 1, 1, recovery, !t.Failed())
 }
 
 // storedCopies counts the messages stored in queue on db (the queues these tests count
@@ -254,7 +288,7 @@ func (a *api) callQuiet(method, path string, body any) int {
 func TestFaultShardCatalogueCut(t *testing.T) {
 	rig := startShardRig(t, map[string]string{"DB_STATEMENT_TIMEOUT": "1500"})
 	qa, qb := rig.queueOn(t, 1, "c1"), rig.queueOn(t, 2, "c2")
-	rig.catProxy.Cut()
+	rig.proxies[0].Cut()
 	cut := time.Now()
 
 	for i, q := range []string{qa, qb} {
@@ -281,7 +315,7 @@ func TestFaultShardCatalogueCut(t *testing.T) {
 	if code := rig.api.call(http.MethodGet, "/api/v1/pop/queue/never-seen?wait=false", nil, nil); code != http.StatusServiceUnavailable {
 		t.Errorf("pop of a queue the broker has not seen, with the catalogue cut, answered %d, want 503", code)
 	}
-	if err := rig.catProxy.Restore(); err != nil {
+	if err := rig.proxies[0].Restore(); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, 30*time.Second, "configure works again", func() bool {
