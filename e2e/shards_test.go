@@ -53,8 +53,14 @@ func (s shardSet) shardOf(t *testing.T, queue string) int {
 // holders are the shards whose database stores messages of queue.
 func (s shardSet) holders(t *testing.T, queue string) []int {
 	t.Helper()
+	return s.holdersAmong(t, queue, len(s.urls))
+}
+
+// holdersAmong is holders among the first count shards (the others not migrated yet).
+func (s shardSet) holdersAmong(t *testing.T, queue string, count int) []int {
+	t.Helper()
 	var out []int
-	for n, u := range s.urls {
+	for n, u := range s.urls[:count] {
 		if len(pgtest.StoredMessages(t, u, queue)) > 0 {
 			out = append(out, n)
 		}
@@ -284,4 +290,54 @@ func firstPartition(t *testing.T, b *broker, queue string) string {
 		t.Fatalf("queue %s has no message to name its partition", queue)
 	}
 	return p.Messages[0].PartitionID
+}
+
+// TestShardsAdded: a database an unsharded broker used becomes shard 0 as it is (its
+// queues stay there, recorded in the catalogue at the first sharded start), and a shard
+// appended to the list takes new queues (QUEEN_SHARDS_OPEN naming only it) while the old
+// ones stay where they were.
+func TestShardsAdded(t *testing.T) {
+	t.Parallel()
+	shards := newShardSet(t)
+	old := startBrokerOn(t, shards.urls[0], nil) // QUEEN_PG_URL: no shards yet
+	var before []string
+	for i := range 6 {
+		q := fmt.Sprintf("before-%d", i)
+		old.push(t, map[string]any{"queue": q, "payload": i, "transactionId": q + "-0"})
+		before = append(before, q)
+	}
+	if err := old.stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	b := startBrokerOn(t, shards.urls[0], shards.env(map[string]string{"QUEEN_SHARDS_OPEN": "1"}, shards.urls[:2]...))
+	for _, q := range before {
+		if n := shards.shardOf(t, q); n != 0 {
+			t.Fatalf("queue %s of the unsharded database placed on shard %d", q, n)
+		}
+		b.push(t, map[string]any{"queue": q, "payload": 1, "transactionId": q + "-1"})
+		if got := shards.holdersAmong(t, q, 2); !slices.Equal(got, []int{0}) {
+			t.Fatalf("queue %s stored on shards %v after sharding, want [0]", q, got)
+		}
+		if p := b.pop(t, "/api/v1/pop/queue/"+q+"?batch=10"); p == nil || len(p.Messages) != 2 {
+			t.Fatalf("pop %s after sharding: %+v, want both messages", q, p)
+		}
+	}
+	b.push(t, map[string]any{"queue": "after-1", "payload": 1})
+	if n := shards.shardOf(t, "after-1"); n != 1 {
+		t.Fatalf("a new queue with QUEEN_SHARDS_OPEN=1 placed on shard %d", n)
+	}
+	if err := b.stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	// A third shard appended, open alone: new queues go there, old ones stay.
+	b3 := startBrokerOn(t, shards.urls[0], shards.env(map[string]string{"QUEEN_SHARDS_OPEN": "2"}))
+	b3.push(t, map[string]any{"queue": "after-2", "payload": 1}, map[string]any{"queue": "after-1", "payload": 2})
+	if n := shards.shardOf(t, "after-2"); n != 2 {
+		t.Fatalf("a new queue with QUEEN_SHARDS_OPEN=2 placed on shard %d", n)
+	}
+	if got := shards.holders(t, "after-1"); !slices.Equal(got, []int{1}) {
+		t.Fatalf("queue after-1 stored on shards %v once a third shard was added, want [1]", got)
+	}
 }
