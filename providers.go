@@ -94,6 +94,7 @@ var ProviderSet = wire.NewSet(
 	ProvideShardStacks,
 	ProvideSpoolStatus,
 	ProvideFusionStats,
+	ProvideShardReadings,
 	ProvidePusher,
 	NewApp,
 )
@@ -326,7 +327,7 @@ func ProvideHandler(p httpapi.Pusher, c *consume.Service, m *maintenance.Flags, 
 	waker *consume.Waker, resources *adminapi.Resources, groups *adminapi.Groups, messages *adminapi.Messages,
 	traces *adminapi.Traces, an *adminapi.Analytics, ui UI, st *streams.Service, ret *retention.Job, rec *history.Recorder,
 	verifier *auth.Verifier, ready *readiness.Check, timers *stages.Timers, repl *replication.Check,
-	reads *replication.ReadRouter, cfg config.Config, log *slog.Logger) http.Handler {
+	reads *replication.ReadRouter, shardReadings ShardReadings, cfg config.Config, log *slog.Logger) http.Handler {
 	requests := metrics.NewRequests()
 	var replicaLag func() (time.Duration, bool) // queen_pg_replica_lag_seconds, with QUEEN_PG_READ_URL only
 	if reads.Configured() {
@@ -337,7 +338,7 @@ func ProvideHandler(p httpapi.Pusher, c *consume.Service, m *maintenance.Flags, 
 		Pool:      store.PoolStat,
 		DBCommits: store.Commits, OldestXact: store.OldestXactAge, SyncReplication: repl.Sync, ReplicaLag: replicaLag, Maintenance: m.Push, PopMaintenance: m.Pop, Spool: spools,
 		Hotlist: hot.Stats, Peers: mesh.Stats, Parked: waker.Parked, Retention: ret.Stats, History: rec.Stats, Requests: requests,
-		Stages: timers,
+		Stages: timers, Shards: shardReadings,
 	})
 	return httpapi.New(httpapi.Services{Push: p, DB: store, Consume: c, Queues: qs, Maintenance: m, Buffers: spools,
 		Resources: resources, Groups: groups, Messages: messages, Traces: traces, Analytics: an, Streams: st},

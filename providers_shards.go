@@ -11,6 +11,7 @@ import (
 
 	"github.com/queen-go/queen/adapters/admin"
 	"github.com/queen-go/queen/adapters/httpapi"
+	"github.com/queen-go/queen/adapters/metrics"
 	"github.com/queen-go/queen/adapters/postgres"
 	"github.com/queen-go/queen/config"
 	"github.com/queen-go/queen/core/consume"
@@ -29,6 +30,7 @@ import (
 	"github.com/queen-go/queen/core/spool"
 	"github.com/queen-go/queen/core/stages"
 	"github.com/queen-go/queen/core/twophase"
+	"github.com/queen-go/queen/core/vegas"
 	"github.com/queen-go/queen/ports"
 )
 
@@ -182,6 +184,7 @@ type ShardStacks struct {
 }
 
 type shardStack struct {
+	limiter *vegas.Limiter
 	batcher *fusion.Batcher
 	spool   *spool.Spool
 	drainer *drain.Drainer
@@ -249,7 +252,8 @@ func newShardStack(n int, sh *Shards, d shardDeps, cfg config.Config, log *slog.
 	if err != nil {
 		return nil, nil, fmt.Errorf("shard %d: %w", n, err)
 	}
-	b := ProvideBatcher(store, d.codec, ProvideLimiter(cfg), d.commits, d.changes, d.timers, cfg, log)
+	limiter := ProvideLimiter(cfg)
+	b := ProvideBatcher(store, d.codec, limiter, d.commits, d.changes, d.timers, cfg, log)
 	repl := ProvideReplication(store, cfg, log)
 	dr := ProvideDrainer(sp, b, d.enc, store, d.flags, repl, cfg, log)
 	gate := ProvideGate(dr, d.flags, repl)
@@ -259,7 +263,7 @@ func newShardStack(n int, sh *Shards, d shardDeps, cfg config.Config, log *slog.
 	})
 	m := peers.New(store, d.hot, peers.Options{Enabled: cfg.PeerHints, Changes: d.changes, Logger: log})
 	subscribeOwn(m, n, sh.Placer, d.commits, d.changes)
-	st := &shardStack{batcher: b, spool: sp, drainer: dr, mesh: m, ret: ProvideRetention(store, d.act, cfg, log),
+	st := &shardStack{limiter: limiter, batcher: b, spool: sp, drainer: dr, mesh: m, ret: ProvideRetention(store, d.act, cfg, log),
 		repl: repl, push: p}
 	return st, closeSpool, nil
 }
@@ -313,6 +317,29 @@ func ProvideFusionStats(b *fusion.Batcher, stacks *ShardStacks) FusionStats {
 			sts = append(sts, st.batcher.Stats())
 		}
 		return fusion.Combine(sts...)
+	}
+}
+
+// ShardReadings is every shard's figures for the queen_shard_* metrics; nil with one
+// database.
+type ShardReadings func() []metrics.ShardReading
+
+// ProvideShardReadings reads shard 0's components and every other shard's stack.
+func ProvideShardReadings(sh *Shards, stacks *ShardStacks, b *fusion.Batcher, d *drain.Drainer, limiter *vegas.Limiter) ShardReadings {
+	if !sh.Sharded() {
+		return nil
+	}
+	reading := func(n int, b *fusion.Batcher, d *drain.Drainer, l *vegas.Limiter) metrics.ShardReading {
+		f, st := b.Stats(), d.Status()
+		return metrics.ShardReading{Shard: n, Pool: sh.Stores[n].PoolStat(), Commits: f.Commits, Frames: f.Frames,
+			SpoolPending: st.Pending, DBHealthy: st.DBHealthy, PushLimit: l.Limit()}
+	}
+	return func() []metrics.ShardReading {
+		out := []metrics.ShardReading{reading(0, b, d, limiter)}
+		for i, st := range stacks.stacks {
+			out = append(out, reading(i+1, st.batcher, st.drainer, st.limiter))
+		}
+		return out
 	}
 }
 

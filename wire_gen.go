@@ -135,7 +135,8 @@ func InitializeApp(ctx context.Context, cfg config.Config) (*App, func(), error)
 		cleanup()
 		return nil, nil, err
 	}
-	handler := ProvideHandler(pusher, service, flags, queuesService, spoolStatus, store, fusionStats, limiter, list, mesh, waker, resources, groups, messages, traces, analytics, ui, streamsService, job, recorder, verifier, readinessCheck, timers, check, readRouter, cfg, logger)
+	shardReadings := ProvideShardReadings(shards, shardStacks, batcher, drainer, limiter)
+	handler := ProvideHandler(pusher, service, flags, queuesService, spoolStatus, store, fusionStats, limiter, list, mesh, waker, resources, groups, messages, traces, analytics, ui, streamsService, job, recorder, verifier, readinessCheck, timers, check, readRouter, shardReadings, cfg, logger)
 	server := ProvideHTTPServer(cfg, handler)
 	app := NewApp(cfg, logger, flags, batcher, spool, drainer, list, mesh, job, recorder, client, readinessCheck, check, readRouter, shardStacks, server, service)
 	return app, func() {

@@ -116,6 +116,21 @@ func TestShardsRouteByPlacementAndID(t *testing.T) {
 		t.Fatalf("24 queues over three shards left one empty: %v", on)
 	}
 	q1, q2 := on[1][0], on[2][0]
+	// Each shard's figures, labelled; the unlabelled fusion family adds them up.
+	var perShard float64
+	for n := range 3 {
+		got := b.metric(t, fmt.Sprintf(`queen_shard_fusion_messages_total{shard="%d"}`, n))
+		if got < float64(len(on[n])) {
+			t.Errorf("shard %d's fusion counted %v messages, want at least %d", n, got, len(on[n]))
+		}
+		perShard += got
+		if up := b.metric(t, fmt.Sprintf(`queen_shard_db_healthy{shard="%d"}`, n)); up != 1 {
+			t.Errorf("queen_shard_db_healthy of shard %d = %v", n, up)
+		}
+	}
+	if total := b.metric(t, `queen_batch_items_fired_total{op="push"}`); total != perShard {
+		t.Errorf("queen_batch_items_fired_total = %v, want the shards' %v", total, perShard)
+	}
 
 	t.Run("admin listings merged", func(t *testing.T) {
 		var names []string

@@ -62,6 +62,9 @@ type Sources struct {
 	Requests *Requests
 	// Stages, when set, are the push and pop stage histograms (core/stages).
 	Stages *stages.Timers
+	// Shards, when set, reads every shard's figures (a broker on several PostgreSQL
+	// clusters): the queen_shard_* families, labelled by shard.
+	Shards func() []ShardReading
 }
 
 // Handler returns the /metrics/prometheus handler over a private registry.
@@ -91,6 +94,9 @@ func newRegistry(src Sources) *prometheus.Registry {
 	}
 	if src.Pool != nil {
 		registerPool(reg, src.Pool)
+	}
+	if src.Shards != nil {
+		reg.MustRegister(shardCollector{src.Shards})
 	}
 	if src.DBCommits != nil {
 		reg.MustRegister(dbReading{dbCommitsDesc, prometheus.CounterValue, func(ctx context.Context) (float64, error) {

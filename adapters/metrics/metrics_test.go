@@ -55,6 +55,13 @@ var ownFamilies = map[string]string{
 	"queen_pg_oldest_xact_age_seconds":         "gauge",
 	"queen_pg_sync_replication":                "gauge",
 	"queen_pg_replica_lag_seconds":             "gauge",
+	"queen_shard_db_pool_active":               "gauge",
+	"queen_shard_db_pool_size":                 "gauge",
+	"queen_shard_fusion_commits_total":         "counter",
+	"queen_shard_fusion_messages_total":        "counter",
+	"queen_shard_file_buffer_pending":          "gauge",
+	"queen_shard_db_healthy":                   "gauge",
+	"queen_shard_push_concurrency_limit":       "gauge",
 	"queen_pop_parked":                         "gauge",
 	"queen_pop_maintenance_mode_enabled":       "gauge",
 	"queen_file_buffer_failed_files":           "gauge",
@@ -181,6 +188,12 @@ func TestReadings(t *testing.T) {
 		{"queen_pg_oldest_xact_age_seconds", nil, 90},
 		{"queen_pg_sync_replication", nil, 1},
 		{"queen_pg_replica_lag_seconds", nil, 1.5},
+		{"queen_shard_fusion_messages_total", map[string]string{"shard": "1"}, 7},
+		{"queen_shard_file_buffer_pending", map[string]string{"shard": "1"}, 9},
+		{"queen_shard_db_healthy", map[string]string{"shard": "0"}, 1},
+		{"queen_shard_db_healthy", map[string]string{"shard": "1"}, 0},
+		{"queen_shard_push_concurrency_limit", map[string]string{"shard": "1"}, 8},
+		{"queen_shard_db_pool_active", map[string]string{"shard": "0"}, 3},
 		{"queen_pop_parked", nil, 4},
 		{"queen_maintenance_mode_enabled", nil, 0},
 		{"queen_pop_maintenance_mode_enabled", nil, 1},
@@ -238,7 +251,7 @@ func TestOptionalSources(t *testing.T) {
 	}
 	for _, name := range []string{"queen_db_commits_total", "queen_pg_oldest_xact_age_seconds", "queen_pg_replica_lag_seconds", "queen_db_pool_size", "queen_process_pop_requests_total",
 		"queen_file_buffer_pending", "queen_pop_parked", "queen_hotlist_rings", "queen_retention_cycles_total",
-		"queen_history_flushes_total", "queen_http_requests_total"} {
+		"queen_history_flushes_total", "queen_http_requests_total", "queen_shard_db_healthy"} {
 		if _, ok := e.value(name, nil); ok {
 			t.Errorf("%s is served without its source", name)
 		}

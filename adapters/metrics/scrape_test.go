@@ -209,5 +209,11 @@ func fullSources() Sources {
 		History:   func() history.Stats { return history.Stats{Flushes: 12, Failures: 3, Dropped: 1, Pending: 2} },
 		Requests:  reqs,
 		Stages:    timers,
+		Shards: func() []ShardReading {
+			return []ShardReading{
+				{Shard: 0, Pool: poolStat{}, Commits: 5, Frames: 90, DBHealthy: true, PushLimit: 32},
+				{Shard: 1, Pool: poolStat{}, Commits: 2, Frames: 7, SpoolPending: 9, PushLimit: 8},
+			}
+		},
 	}
 }
