@@ -78,6 +78,10 @@ func ProvideGate(d *drain.Drainer, m *maintenance.Flags, repl *replication.Check
 // ProvideConfiguredDatabase returns the configured database URL; the drain job has
 // nothing to drain into without one.
 func ProvideConfiguredDatabase(cfg config.Config) (DatabaseURL, error) {
+	if len(cfg.ShardURLs()) > 1 {
+		// Its replay would commit every shard's spooled pushes to shard 0.
+		return "", fmt.Errorf("QUEEN_SHARDS names several shards: the drain job replays the spool of a broker on one database; a sharded broker replays its spools (FILE_BUFFER_DIR and its shard-N directories) itself when it starts on them")
+	}
 	if cfg.Embedded() {
 		return "", fmt.Errorf("no database configured: set QUEEN_PG_URL (or PG_HOST, PG_PORT, PG_USER, PG_PASSWORD, PG_DB) to the brokers' PostgreSQL")
 	}

@@ -126,6 +126,11 @@ func TestDrainCommandErrors(t *testing.T) {
 		!strings.Contains(errb.String(), "QUEEN_PG_URL") {
 		t.Fatalf("no database: exit %d, %s", code, errb.String())
 	}
+	errb.Reset()
+	if code := run([]string{"--dir", t.TempDir()}, []string{"QUEEN_SHARDS=postgres://a/q postgres://b/q"}, &out, &errb); code != 2 ||
+		!strings.Contains(errb.String(), "replays the spool of a broker on one database") {
+		t.Fatalf("several shards: exit %d, %s", code, errb.String())
+	}
 }
 
 func TestDrainSkipsAnOwnedDirectory(t *testing.T) {
