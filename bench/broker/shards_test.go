@@ -232,7 +232,9 @@ func BenchmarkShardTransactions(b *testing.B) {
 			}
 		}
 		one, two := sides[0], sides[1]
-		perTxn := func(cpu time.Duration, res loadResult) float64 { return float64(cpu.Microseconds()) / float64(res.msgs) }
+		perTxn := func(cpu time.Duration, res loadResult) float64 {
+			return float64(cpu.Microseconds()) / float64(res.msgs)
+		}
 		_, oneGo := one.res.cpuPerMsg()
 		_, twoGo := two.res.cpuPerMsg()
 		for _, s := range sides {
