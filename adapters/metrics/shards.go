@@ -49,17 +49,24 @@ func (c shardCollector) Describe(ch chan<- *prometheus.Desc) {
 
 func (c shardCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, r := range c.read() {
-		n := strconv.Itoa(r.Shard)
 		healthy := 0.0
 		if r.DBHealthy {
 			healthy = 1
 		}
-		ch <- prometheus.MustNewConstMetric(shardPoolActiveDesc, prometheus.GaugeValue, float64(r.Pool.AcquiredConns()), n)
-		ch <- prometheus.MustNewConstMetric(shardPoolSizeDesc, prometheus.GaugeValue, float64(r.Pool.TotalConns()), n)
-		ch <- prometheus.MustNewConstMetric(shardCommitsDesc, prometheus.CounterValue, float64(r.Commits), n)
-		ch <- prometheus.MustNewConstMetric(shardFramesDesc, prometheus.CounterValue, float64(r.Frames), n)
-		ch <- prometheus.MustNewConstMetric(shardSpoolDesc, prometheus.GaugeValue, float64(r.SpoolPending), n)
-		ch <- prometheus.MustNewConstMetric(shardHealthyDesc, prometheus.GaugeValue, healthy, n)
-		ch <- prometheus.MustNewConstMetric(shardLimitDesc, prometheus.GaugeValue, float64(r.PushLimit), n)
+		for _, m := range []struct {
+			desc *prometheus.Desc
+			kind prometheus.ValueType
+			v    float64
+		}{
+			{shardPoolActiveDesc, prometheus.GaugeValue, float64(r.Pool.AcquiredConns())},
+			{shardPoolSizeDesc, prometheus.GaugeValue, float64(r.Pool.TotalConns())},
+			{shardCommitsDesc, prometheus.CounterValue, float64(r.Commits)},
+			{shardFramesDesc, prometheus.CounterValue, float64(r.Frames)},
+			{shardSpoolDesc, prometheus.GaugeValue, float64(r.SpoolPending)},
+			{shardHealthyDesc, prometheus.GaugeValue, healthy},
+			{shardLimitDesc, prometheus.GaugeValue, float64(r.PushLimit)},
+		} {
+			ch <- prometheus.MustNewConstMetric(m.desc, m.kind, m.v, strconv.Itoa(r.Shard))
+		}
 	}
 }
