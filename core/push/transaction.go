@@ -40,6 +40,16 @@ var ErrNoTransactions = errors.New("push: transactions are not configured")
 // Nothing was applied; the client retries once the spool has drained.
 var ErrSpooledAhead = errors.New("a partition of the transaction has spooled pushes not yet replayed")
 
+// SpooledAhead reports whether this service's spool holds pushes to the partition not
+// replayed yet (a transaction pushing there must wait: ErrSpooledAhead). partition ""
+// is DefaultPartition.
+func (s *Service) SpooledAhead(tenant, queue, partition string) bool {
+	if partition == "" {
+		partition = DefaultPartition
+	}
+	return s.opts.Spool != nil && s.opts.Spool.Pending(tenant, queue, partition)
+}
+
 // Transaction commits every push and ack of ops in one database transaction, or none of
 // them. hint is the request's single unambiguous lease hint ("" = none). Items must be
 // validated. A *consume.InputError names an ack that cannot name a message (nothing was

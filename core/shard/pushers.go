@@ -108,8 +108,20 @@ func unplaced(i int, it push.Item, err error) push.Result {
 		Status: push.StatusFailed, Err: fmt.Errorf("the catalogue (shard 0) did not say which shard holds queue %q: %w", it.Queue, err)}
 }
 
-// Transaction commits ops atomically across the shards they touch.
+// Transaction commits ops atomically across the shards they touch. The transaction
+// service checks its own spool; a push to a partition whose shard's spool holds pushes
+// not replayed yet is refused here (push.ErrSpooledAhead), nothing applied: committing
+// it first would put its messages before older ones.
 func (p *Pushers) Transaction(ctx context.Context, tenant, producerSub string, ops []push.TxnOp, hint string) ([]push.TxnResult, error) {
+	for _, op := range ops {
+		if op.Push == nil {
+			continue
+		}
+		n, ok := p.placer.Cached(tenant, op.Push.Queue) // a queue not placed yet has spooled nothing
+		if ok && n < len(p.services) && p.services[n] != p.txn && p.services[n].SpooledAhead(tenant, op.Push.Queue, op.Push.Partition) {
+			return nil, fmt.Errorf("push: transaction to %s on shard %d: %w", op.Push.Queue, n, push.ErrSpooledAhead)
+		}
+	}
 	return p.txn.Transaction(ctx, tenant, producerSub, ops, hint)
 }
 

@@ -11,6 +11,8 @@ import (
 	"github.com/queen-go/queen/core/fusion"
 	"github.com/queen-go/queen/core/push"
 	"github.com/queen-go/queen/core/segment"
+	"github.com/queen-go/queen/core/spool"
+	"github.com/queen-go/queen/core/spool/spooltest"
 	"github.com/queen-go/queen/ports"
 )
 
@@ -25,6 +27,8 @@ type pushWorld struct {
 	down      *atomic.Bool
 	placer    *Placer
 	pushers   *Pushers
+	// service builds a push service over a store, its batcher stopped at the cleanup.
+	service func(s *memory.Store, opts push.Options) *push.Service
 }
 
 func newPushWorld(t *testing.T, n int) *pushWorld {
@@ -35,7 +39,7 @@ func newPushWorld(t *testing.T, n int) *pushWorld {
 	}
 	m, down := fakeCatalogue()
 	w := &pushWorld{codec: codec, catalogue: m, down: down, placer: NewPlacer(m, n, nil), txnStore: memory.NewStore()}
-	service := func(s *memory.Store, opts push.Options) *push.Service {
+	w.service = func(s *memory.Store, opts push.Options) *push.Service {
 		b := fusion.New(s, codec, fusion.Options{})
 		b.Start()
 		t.Cleanup(func() {
@@ -49,9 +53,9 @@ func newPushWorld(t *testing.T, n int) *pushWorld {
 		s := memory.NewStore()
 		s.Shard = i
 		w.stores = append(w.stores, s)
-		w.services = append(w.services, service(s, push.Options{}))
+		w.services = append(w.services, w.service(s, push.Options{}))
 	}
-	txn := service(w.txnStore, push.Options{Transactions: w.txnStore, Codec: codec})
+	txn := w.service(w.txnStore, push.Options{Transactions: w.txnStore, Codec: codec})
 	w.pushers = NewPushers(w.services, txn, w.placer)
 	return w
 }
@@ -196,5 +200,36 @@ func TestPushersTransactionAndStats(t *testing.T) {
 	// The first request, split over two shards, is one request.
 	if got, want := w.pushers.Stats(), (push.Stats{Requests: 2, Messages: 4}); got != want {
 		t.Fatalf("Stats = %+v, want %+v", got, want)
+	}
+}
+
+// A transaction pushing to a partition whose shard holds spooled pushes not replayed yet
+// is refused whole, as the one-shard path refuses it: committing it first would put its
+// messages before older ones. Other partitions and other shards are not held up.
+func TestPushersTransactionWaitsForItsShardsSpool(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	w := newPushWorld(t, 3)
+	w.place(t, "q2", 2)
+	w.place(t, "q1", 1)
+	sp := spooltest.Open(t, memory.NewSpoolFS(), spool.Options{})
+	w.services[2] = w.service(w.stores[2], push.Options{Spool: sp, Divert: func() bool { return true }})
+	w.pushers = NewPushers(w.services, w.pushers.txn, w.placer)
+	if r := w.pushers.Push(ctx, tenant, "", []push.Item{{Queue: "q2", Payload: []byte("1")}}); r[0].Status != push.StatusBuffered {
+		t.Fatalf("the push to shard 2 answered %s, want buffered", r[0].Status)
+	}
+	txn := func(queue, partition string) error {
+		ops := []push.TxnOp{{Push: &push.TxnPush{Item: push.Item{Queue: queue, Partition: partition, Payload: []byte("t")}}}}
+		_, err := w.pushers.Transaction(ctx, tenant, "", ops, "")
+		return err
+	}
+	if err := txn("q2", ""); !errors.Is(err, push.ErrSpooledAhead) {
+		t.Errorf("a transaction behind shard 2's spool: err %v, want ErrSpooledAhead", err)
+	}
+	if err := txn("q2", "other"); err != nil {
+		t.Errorf("a transaction to another partition: %v", err)
+	}
+	if err := txn("q1", ""); err != nil {
+		t.Errorf("a transaction to shard 1: %v", err)
 	}
 }
