@@ -13,18 +13,18 @@ import (
 	"github.com/queen-go/queen/adapters/pglocal/pgtest"
 )
 
-// shardSet is three PostgreSQL clusters serving one broker as shards (QUEEN_SHARDS):
-// shard 0, the catalogue, on the shared test cluster, shards 1 and 2 on clusters of the
-// test's own, all able to prepare transactions.
+// shardSet is three PostgreSQL clusters serving one broker as shards (QUEEN_SHARDS): a
+// fresh database on each of the test process's first three clusters (pgtest), all able to
+// prepare transactions; shard 0 is the catalogue.
 type shardSet struct {
 	urls []string
 }
 
 func newShardSet(t *testing.T) shardSet {
 	t.Helper()
-	urls := []string{pgtest.NewDatabase(t)}
-	for range 2 {
-		urls = append(urls, pgtest.NewClusterWith(t, 60, map[string]string{"max_prepared_transactions": "20"}))
+	var urls []string
+	for n := range 3 {
+		urls = append(urls, pgtest.NewDatabaseOn(t, n))
 	}
 	return shardSet{urls: urls}
 }

@@ -45,6 +45,14 @@ var cluster struct {
 
 var dbSeq atomic.Int64
 
+// further are more throwaway clusters of this test process (NewDatabaseOn), each started
+// on first use and stopped with the first.
+var further struct {
+	mu      sync.Mutex
+	servers map[int]*pglocal.Server
+	dirs    map[int]string
+}
+
 // Main runs the package's tests (call from TestMain: `func TestMain(m *testing.M) { pgtest.Main(m) }`),
 // stops the throwaway cluster if this process started one, and then fails the run when a
 // goroutine is left behind (goleak; opts add ignores): every pool, broker and component a
@@ -84,7 +92,12 @@ func Server(t testing.TB) string {
 // at test cleanup (WITH (FORCE), so connections the test left open do not prevent it).
 func NewDatabase(t testing.TB) string {
 	t.Helper()
-	admin := Server(t)
+	return newDatabaseAt(t, Server(t))
+}
+
+// newDatabaseAt is NewDatabase on the server at admin.
+func newDatabaseAt(t testing.TB, admin string) string {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
 	name, err := createDatabase(ctx, admin)
@@ -101,6 +114,34 @@ func NewDatabase(t testing.TB) string {
 		t.Fatalf("pgtest: %v", err)
 	}
 	return dbURL
+}
+
+// NewDatabaseOn is NewDatabase on the i-th cluster of this test process (1, 2, ...; 0 is
+// NewDatabase's), started on first use with the same settings and shared by every test
+// that asks for it: tests of a broker on several clusters (QUEEN_SHARDS) get separate
+// servers without starting their own. With QUEEN_TEST_PG_URL there is one server: the
+// database is on it.
+func NewDatabaseOn(t testing.TB, i int) string {
+	t.Helper()
+	if i == 0 || os.Getenv(envURL) != "" {
+		return NewDatabase(t)
+	}
+	further.mu.Lock()
+	srv := further.servers[i]
+	if srv == nil {
+		s, dir, err := startCluster()
+		if err != nil {
+			further.mu.Unlock()
+			t.Fatalf("pgtest: cluster %d: %v", i, err)
+		}
+		if further.servers == nil {
+			further.servers, further.dirs = map[int]*pglocal.Server{}, map[int]string{}
+		}
+		further.servers[i], further.dirs[i] = s, dir
+		srv = s
+	}
+	further.mu.Unlock()
+	return newDatabaseAt(t, srv.URL())
 }
 
 // adminURL returns QUEEN_TEST_PG_URL, or the URL of the throwaway cluster, starting it once.
@@ -147,8 +188,29 @@ func startCluster() (*pglocal.Server, string, error) {
 	return s, dir, nil
 }
 
-// shutdown stops the throwaway cluster, if this process started one, and removes its directory.
+// shutdown stops the throwaway clusters this process started and removes their
+// directories.
 func shutdown() error {
+	further.mu.Lock()
+	var errs []error
+	for i, srv := range further.servers {
+		ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
+		err := srv.Stop(ctx)
+		cancel()
+		if err == nil {
+			err = os.RemoveAll(further.dirs[i])
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("pgtest: shut down cluster %d in %s: %w", i, further.dirs[i], err))
+		}
+	}
+	further.servers = nil
+	further.mu.Unlock()
+	return errors.Join(append(errs, shutdownFirst())...)
+}
+
+// shutdownFirst stops the first throwaway cluster, if this process started one.
+func shutdownFirst() error {
 	cluster.mu.Lock()
 	defer cluster.mu.Unlock()
 	if cluster.server == nil {
