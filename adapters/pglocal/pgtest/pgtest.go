@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -44,6 +45,12 @@ var cluster struct {
 }
 
 var dbSeq atomic.Int64
+
+// standbyWAL is the WAL a test cluster keeps for a standby (NewStandby) that has not
+// connected yet: pg_basebackup uses no slot, and every CREATE DATABASE logs its whole
+// template (some 8 MB) while DROP DATABASE checkpoints, so without it the segment a new
+// standby starts from can be recycled before it asks for it, and it never catches up.
+const standbyWAL = "256MB"
 
 // further are more throwaway clusters of this test process (NewDatabaseOn), each started
 // on first use and stopped with the first.
@@ -177,7 +184,7 @@ func startCluster() (*pglocal.Server, string, error) {
 		MaxConnections: 300,
 		// Two-phase commit (transactions across shards) needs slots for prepared
 		// transactions; 50 bound their shared memory.
-		Settings: map[string]string{"max_prepared_transactions": "50"},
+		Settings: map[string]string{"max_prepared_transactions": "50", "wal_keep_size": standbyWAL},
 		// Only problems are worth printing in the middle of test output.
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
@@ -350,7 +357,9 @@ func NewClusterWith(t testing.TB, maxConnections int, settings map[string]string
 	dir := t.TempDir() // pglocal opens it to the postgres user when running as root
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
-	s, err := pglocal.Start(ctx, filepath.Join(dir, "data"), pglocal.Options{MaxConnections: maxConnections, Settings: settings,
+	all := map[string]string{"wal_keep_size": standbyWAL}
+	maps.Copy(all, settings)
+	s, err := pglocal.Start(ctx, filepath.Join(dir, "data"), pglocal.Options{MaxConnections: maxConnections, Settings: all,
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))})
 	if err != nil {
 		t.Fatalf("pgtest: NewCluster: %v", err)
