@@ -84,7 +84,7 @@ func (a *Admin) ListQueues(ctx context.Context, tenant string, f ports.ResourceF
 		st := newStmt(c)
 		return st.NewRaw(`
 WITH sel AS (?),
-page AS (SELECT * FROM sel ORDER BY name LIMIT ? OFFSET ?)
+page AS (SELECT * FROM sel ORDER BY name COLLATE "C" LIMIT ? OFFSET ?)
 SELECT m.matching, q.id::text AS id, q.name, q.namespace, q.task, q.created_at,
        coalesce(n.partitions, 0) AS partitions, coalesce(n.total, 0) AS total,
        coalesce(n.pending, 0) AS pending, coalesce(n.processing, 0) AS processing,
@@ -94,7 +94,7 @@ SELECT m.matching, q.id::text AS id, q.name, q.namespace, q.task, q.created_at,
   LEFT JOIN LATERAL (SELECT `+resCountColumns+`
                        FROM queen.log_partition_counts_v1(q.id) pc) n ON q.id IS NOT NULL
   LEFT JOIN LATERAL (SELECT count(*) AS dead_letter FROM queen.dlq dl WHERE dl.queue_id = q.id) d ON q.id IS NOT NULL
- ORDER BY q.name`,
+ ORDER BY q.name COLLATE "C"`,
 			resSelectQueues(st, tenant, f), st.arg(p.Limit), st.arg(p.Offset)).Scan(ctx, &rows)
 	})
 	if err != nil {
@@ -266,7 +266,7 @@ SELECT c.?0 AS key, count(*) AS queues,
   FROM queen.log_queue_counts_v1(?1::uuid) c
  WHERE c.?0 <> ''
  GROUP BY c.?0
- ORDER BY c.?0
+ ORDER BY c.?0 COLLATE "C"
  LIMIT ?2 OFFSET ?3`, bun.Ident(col), st.arg(tenant), st.arg(p.Limit), st.arg(p.Offset)).Scan(ctx, &rows)
 	})
 	if err != nil {

@@ -260,7 +260,7 @@ func (a *Admin) TraceNames(ctx context.Context, tenant string, limit, offset int
 		page := st.NewSelect().
 			TableExpr("g").
 			ColumnExpr("*").
-			OrderExpr("last_seen DESC, trace_name").
+			OrderExpr(`last_seen DESC, trace_name COLLATE "C"`).
 			Limit(int64(limit)).
 			Offset(int64(offset))
 		return st.NewSelect().
@@ -269,7 +269,7 @@ func (a *Admin) TraceNames(ctx context.Context, tenant string, limit, offset int
 			TableExpr("(SELECT count(*) AS total FROM g) AS m").
 			Join("LEFT JOIN page AS pg ON true").
 			ColumnExpr("m.total, pg.trace_name, pg.traces, pg.messages, pg.last_seen").
-			OrderExpr("pg.last_seen DESC, pg.trace_name").
+			OrderExpr(`pg.last_seen DESC, pg.trace_name COLLATE "C"`).
 			Scan(ctx, &rows)
 	})
 	if err != nil {
