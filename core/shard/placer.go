@@ -108,9 +108,6 @@ func (p *Placer) Holder(ctx context.Context, tenant, queue string) (int, error) 
 	return n, err
 }
 
-// Shards is the number of shards the placer places on.
-func (p *Placer) Shards() int { return p.shards }
-
 // ShardOfPushed is ShardOf for a queue a push or a transaction names: a queue new to the
 // catalogue is placed by the namespace its name implies (a dotted name's first part, as
 // the queue is created, core/queues Defaults), so that it joins its namespace's shard.
