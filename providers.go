@@ -284,13 +284,29 @@ func ProvideHotlist(store ports.HotlistStore, waker *consume.Waker, commits *not
 // deleted on another broker at once instead of after QUEEN_CACHE_REFRESH_INTERVAL_MS.
 func ProvidePeers(store *postgres.Store, hot *hotlist.List, commits *notify.Commits, changes *notify.QueueChanges,
 	sh *Shards, cfg config.Config, log *slog.Logger) *peers.Mesh {
+	return newPeers(store, 0, hot, commits, changes, sh, cfg, log)
+}
+
+// newPeers is shard n's mesh: with several shards, each shard's announces the commits
+// and queue changes of its own queues only (every broker listens on every shard).
+func newPeers(store *postgres.Store, n int, hot *hotlist.List, commits *notify.Commits, changes *notify.QueueChanges,
+	sh *Shards, cfg config.Config, log *slog.Logger) *peers.Mesh {
 	m := peers.New(store, hot, peers.Options{Enabled: cfg.PeerHints, Changes: changes, Logger: log})
-	if sh.Sharded() {
-		subscribeOwn(m, 0, sh.Placer, commits, changes) // each shard's mesh announces its own
+	if !sh.Sharded() {
+		commits.Subscribe(m.Committed)
+		changes.Subscribe(m.QueueChanged)
 		return m
 	}
-	commits.Subscribe(m.Committed)
-	changes.Subscribe(m.QueueChanged)
+	commits.Subscribe(func(c notify.Commit) {
+		if sh.Placer.Owner(c.Tenant, c.Queue, c.PartitionID) == n {
+			m.Committed(c)
+		}
+	})
+	changes.Subscribe(func(c notify.QueueChange) {
+		if sh.Placer.Owner(c.Tenant, c.Queue, "") == n {
+			m.QueueChanged(c)
+		}
+	})
 	return m
 }
 

@@ -58,12 +58,8 @@ func ProvideShards(ctx context.Context, store *postgres.Store, cfg config.Config
 	if len(urls) < 2 {
 		return sh, func() {}, nil
 	}
-	var cleanups []func()
-	cleanup := func() {
-		for i := len(cleanups) - 1; i >= 0; i-- {
-			cleanups[i]()
-		}
-	}
+	var cleanups closers
+	cleanup := cleanups.run
 	for n, url := range urls[1:] {
 		s, closeStore, err := openStore(ctx, url, n+1, cfg, log.With("shard", n+1))
 		if err != nil {
@@ -71,7 +67,7 @@ func ProvideShards(ctx context.Context, store *postgres.Store, cfg config.Config
 			return nil, nil, fmt.Errorf("QUEEN_SHARDS: shard %d: %w", n+1, err)
 		}
 		db := s.DB()
-		cleanups = append(cleanups, closeStore, func() { _ = db.Close() })
+		cleanups.add(closeStore, func() { _ = db.Close() })
 		sh.Stores = append(sh.Stores, s)
 		sh.Admins = append(sh.Admins, admin.New(db, adminOptions(cfg, log)))
 	}
@@ -87,6 +83,17 @@ func ProvideShards(ctx context.Context, store *postgres.Store, cfg config.Config
 	}
 	log.Info("shards open", "shards", len(urls), "open_for_new_queues", cfg.ShardsOpen)
 	return sh, cleanup, nil
+}
+
+// closers release what a provider opened, last opened first.
+type closers []func()
+
+func (c *closers) add(fs ...func()) { *c = append(*c, fs...) }
+
+func (c *closers) run() {
+	for i := len(*c) - 1; i >= 0; i-- {
+		(*c)[i]()
+	}
 }
 
 // placeHeld loads the placement map and records the queues every shard holds that it
@@ -217,19 +224,15 @@ func ProvideShardStacks(sh *Shards, codec *segment.Codec, commits *notify.Commit
 	}
 	deps := shardDeps{codec: codec, commits: commits, changes: changes, timers: timers, enc: enc, flags: flags,
 		consume: c, hot: hot, act: act}
-	var cleanups []func()
-	cleanup := func() {
-		for i := len(cleanups) - 1; i >= 0; i-- {
-			cleanups[i]()
-		}
-	}
+	var cleanups closers
+	cleanup := cleanups.run
 	for n := 1; n < len(sh.Stores); n++ {
 		st, closeSpool, err := newShardStack(n, sh, deps, cfg, log.With("shard", n))
 		if err != nil {
 			cleanup()
 			return nil, nil, err
 		}
-		cleanups = append(cleanups, closeSpool)
+		cleanups.add(closeSpool)
 		out.stacks = append(out.stacks, st)
 	}
 	parts := make([]ports.TwoPhaseStore, len(sh.Stores))
@@ -257,30 +260,12 @@ func newShardStack(n int, sh *Shards, d shardDeps, cfg config.Config, log *slog.
 	repl := ProvideReplication(store, cfg, log)
 	dr := ProvideDrainer(sp, b, d.enc, store, d.flags, repl, cfg, log)
 	gate := ProvideGate(dr, d.flags, repl)
-	p := push.New(b, push.Options{
-		Encryption: d.enc, Logger: log, Activity: d.act, Codec: d.codec, Commits: d.commits,
-		AcksApplied: d.consume.Applied, Spool: sp, Divert: gate.Divert, BundleFailed: gate.BundleFailed,
-	})
-	m := peers.New(store, d.hot, peers.Options{Enabled: cfg.PeerHints, Changes: d.changes, Logger: log})
-	subscribeOwn(m, n, sh.Placer, d.commits, d.changes)
+	// Transactions run on shard 0's service (core/twophase): this one takes none.
+	p := ProvidePushService(b, d.enc, nil, d.codec, d.commits, sp, gate, d.consume, d.act, log)
+	m := newPeers(store, n, d.hot, d.commits, d.changes, sh, cfg, log)
 	st := &shardStack{limiter: limiter, batcher: b, spool: sp, drainer: dr, mesh: m, ret: ProvideRetention(store, d.act, cfg, log),
 		repl: repl, push: p}
 	return st, closeSpool, nil
-}
-
-// subscribeOwn makes m announce to the other brokers the commits and queue changes of
-// shard n only: every broker listens on every shard.
-func subscribeOwn(m *peers.Mesh, n int, placer *shard.Placer, commits *notify.Commits, changes *notify.QueueChanges) {
-	commits.Subscribe(func(c notify.Commit) {
-		if placer.Owner(c.Tenant, c.Queue, c.PartitionID) == n {
-			m.Committed(c)
-		}
-	})
-	changes.Subscribe(func(c notify.QueueChange) {
-		if placer.Owner(c.Tenant, c.Queue, "") == n {
-			m.QueueChanged(c)
-		}
-	})
 }
 
 // SpoolStatus is the status of the broker's spools, every shard's as one.

@@ -3,7 +3,6 @@ package shard
 import (
 	"cmp"
 	"context"
-	"math"
 	"slices"
 	"strings"
 	"time"
@@ -31,11 +30,8 @@ func (a *Analytics) QueueSeries(ctx context.Context, tenant string, span ports.M
 	if queues != nil && len(queues) == 0 {
 		return nil, nil
 	}
-	got := make([][]ports.QueueBucket, len(a.shards))
-	err := gather(all(len(a.shards)), func(n int) error {
-		var err error
-		got[n], err = a.shards[n].QueueSeries(ctx, tenant, span, f, queues)
-		return err
+	got, err := askAll(a.shards, func(_ int, s ports.MetricsReader) ([]ports.QueueBucket, error) {
+		return s.QueueSeries(ctx, tenant, span, f, queues)
 	})
 	if err != nil {
 		return nil, err
@@ -44,21 +40,8 @@ func (a *Analytics) QueueSeries(ctx context.Context, tenant string, span ports.M
 		at    time.Time
 		queue string
 	}
-	sums := make(map[key]*ports.QueueBucket)
-	for _, rows := range got {
-		for _, r := range rows {
-			k := key{r.Bucket.UTC(), r.Queue}
-			if s := sums[k]; s != nil {
-				s.Counters.Add(r.Counters)
-				continue
-			}
-			sums[k] = &r
-		}
-	}
-	out := make([]ports.QueueBucket, 0, len(sums))
-	for _, s := range sums {
-		out = append(out, *s)
-	}
+	out := combine(got, func(r ports.QueueBucket) key { return key{r.Bucket.UTC(), r.Queue} },
+		func(into *ports.QueueBucket, r ports.QueueBucket) { into.Counters.Add(r.Counters) })
 	slices.SortFunc(out, func(x, y ports.QueueBucket) int {
 		return cmp.Or(x.Bucket.Compare(y.Bucket), strings.Compare(x.Queue, y.Queue))
 	})
@@ -69,30 +52,16 @@ func (a *Analytics) QueueSeries(ctx context.Context, tenant string, span ports.M
 // rows of one name from several shards are added, partitions too (a shard that does not
 // hold the queue counts none), ordered by name.
 func (a *Analytics) QueueTotals(ctx context.Context, tenant string, span ports.MetricsSpan, f ports.ResourceFilter) ([]ports.QueueTotal, error) {
-	got := make([][]ports.QueueTotal, len(a.shards))
-	err := gather(all(len(a.shards)), func(n int) error {
-		var err error
-		got[n], err = a.shards[n].QueueTotals(ctx, tenant, span, f)
-		return err
+	got, err := askAll(a.shards, func(_ int, s ports.MetricsReader) ([]ports.QueueTotal, error) {
+		return s.QueueTotals(ctx, tenant, span, f)
 	})
 	if err != nil {
 		return nil, err
 	}
-	sums := make(map[string]*ports.QueueTotal)
-	for _, rows := range got {
-		for _, r := range rows {
-			if s := sums[r.Queue]; s != nil {
-				s.Counters.Add(r.Counters)
-				s.Partitions += r.Partitions
-				continue
-			}
-			sums[r.Queue] = &r
-		}
-	}
-	out := make([]ports.QueueTotal, 0, len(sums))
-	for _, s := range sums {
-		out = append(out, *s)
-	}
+	out := combine(got, func(r ports.QueueTotal) string { return r.Queue }, func(into *ports.QueueTotal, r ports.QueueTotal) {
+		into.Counters.Add(r.Counters)
+		into.Partitions += r.Partitions
+	})
 	slices.SortFunc(out, func(x, y ports.QueueTotal) int { return strings.Compare(x.Queue, y.Queue) })
 	return out, nil
 }
@@ -113,15 +82,17 @@ func (a *Analytics) ParkedSeries(ctx context.Context, span ports.MetricsSpan, qu
 // retention; rows of the same bucket (or group) and job are added, the series ordered
 // by bucket then job, the groups by key then job, as the statements order them.
 func (a *Analytics) Retention(ctx context.Context, tenant string, span ports.MetricsSpan, f ports.ResourceFilter, key ports.RetentionKey) (series, groups []ports.RetentionRow, err error) {
-	gotSeries := make([][]ports.RetentionRow, len(a.shards))
-	gotGroups := make([][]ports.RetentionRow, len(a.shards))
-	err = gather(all(len(a.shards)), func(n int) error {
-		var err error
-		gotSeries[n], gotGroups[n], err = a.shards[n].Retention(ctx, tenant, span, f, key)
-		return err
+	type answer struct{ series, groups []ports.RetentionRow }
+	got, err := askAll(a.shards, func(_ int, s ports.MetricsReader) (answer, error) {
+		series, groups, err := s.Retention(ctx, tenant, span, f, key)
+		return answer{series, groups}, err
 	})
 	if err != nil {
 		return nil, nil, err
+	}
+	gotSeries, gotGroups := make([][]ports.RetentionRow, len(got)), make([][]ports.RetentionRow, len(got))
+	for n, g := range got {
+		gotSeries[n], gotGroups[n] = g.series, g.groups
 	}
 	return addRetention(gotSeries), addRetention(gotGroups), nil
 }
@@ -133,23 +104,12 @@ func addRetention(shards [][]ports.RetentionRow) []ports.RetentionRow {
 		at       time.Time
 		key, job string
 	}
-	sums := make(map[id]*ports.RetentionRow)
-	for _, rows := range shards {
-		for _, r := range rows {
-			k := id{r.Bucket.UTC(), r.Key, r.Job}
-			if s := sums[k]; s != nil {
-				s.Runs += r.Runs
-				s.Rows += r.Rows
-				s.Bytes += r.Bytes
-				continue
-			}
-			sums[k] = &r
-		}
-	}
-	out := make([]ports.RetentionRow, 0, len(sums))
-	for _, s := range sums {
-		out = append(out, *s)
-	}
+	out := combine(shards, func(r ports.RetentionRow) id { return id{r.Bucket.UTC(), r.Key, r.Job} },
+		func(into *ports.RetentionRow, r ports.RetentionRow) {
+			into.Runs += r.Runs
+			into.Rows += r.Rows
+			into.Bytes += r.Bytes
+		})
 	slices.SortFunc(out, func(x, y ports.RetentionRow) int {
 		return cmp.Or(x.Bucket.Compare(y.Bucket), strings.Compare(x.Key, y.Key), strings.Compare(x.Job, y.Job))
 	})
@@ -165,25 +125,14 @@ func (a *Analytics) DeadLetterErrors(ctx context.Context, tenant string, f ports
 	if limit <= 0 {
 		return nil, nil
 	}
-	got := make([][]ports.DeadLetterError, len(a.shards))
-	err := gather(all(len(a.shards)), func(n int) error {
-		var err error
-		got[n], err = a.shards[n].DeadLetterErrors(ctx, tenant, f, math.MaxInt32)
-		return err
+	got, err := askAll(a.shards, func(_ int, s ports.MetricsReader) ([]ports.DeadLetterError, error) {
+		return s.DeadLetterErrors(ctx, tenant, f, wholeListing)
 	})
 	if err != nil {
 		return nil, err
 	}
-	counts := make(map[string]int64)
-	for _, rows := range got {
-		for _, r := range rows {
-			counts[r.Error] += r.Count
-		}
-	}
-	out := make([]ports.DeadLetterError, 0, len(counts))
-	for text, c := range counts {
-		out = append(out, ports.DeadLetterError{Error: text, Count: c})
-	}
+	out := combine(got, func(r ports.DeadLetterError) string { return r.Error },
+		func(into *ports.DeadLetterError, r ports.DeadLetterError) { into.Count += r.Count })
 	slices.SortFunc(out, func(x, y ports.DeadLetterError) int {
 		return cmp.Or(cmp.Compare(y.Count, x.Count), strings.Compare(x.Error, y.Error))
 	})
@@ -196,12 +145,7 @@ func (a *Analytics) DeadLetterErrors(ctx context.Context, tenant string, f ports
 // weighted by their positions (it lies, as the true one does, between the smallest and
 // the largest shard's).
 func (a *Analytics) Lag(ctx context.Context, tenant string) (ports.LagFigures, error) {
-	got := make([]ports.LagFigures, len(a.shards))
-	err := gather(all(len(a.shards)), func(n int) error {
-		var err error
-		got[n], err = a.shards[n].Lag(ctx, tenant)
-		return err
-	})
+	got, err := askAll(a.shards, func(_ int, s ports.MetricsReader) (ports.LagFigures, error) { return s.Lag(ctx, tenant) })
 	var out ports.LagFigures
 	if err != nil {
 		return out, err

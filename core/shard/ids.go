@@ -4,6 +4,8 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"fmt"
+
+	"github.com/google/uuid"
 )
 
 // Max is the highest shard number an id can name.
@@ -35,4 +37,14 @@ func Mint(n int) ([16]byte, error) {
 	id[6] = id[6]&0x0f | 0x80
 	binary.BigEndian.PutUint16(id[0:2], uint16(n))
 	return id, nil
+}
+
+// OfID is the shard named by a partition or lease id in text form; an id that does not
+// parse names shard 0, whose store refuses it as it always has.
+func OfID(id string) int {
+	u, err := uuid.Parse(id)
+	if err != nil {
+		return 0
+	}
+	return Of(u)
 }

@@ -52,11 +52,8 @@ func (m *Messages) BrowseSegments(ctx context.Context, tenant string, f ports.Me
 	if limit <= 0 {
 		return ports.BrowsePage{}, nil
 	}
-	pages := make([]ports.BrowsePage, len(m.shards))
-	err := gather(all(len(m.shards)), func(n int) error {
-		p, err := m.shards[n].BrowseSegments(ctx, tenant, f, after, limit)
-		pages[n] = p
-		return err
+	pages, err := askAll(m.shards, func(_ int, s ports.MessageStore) (ports.BrowsePage, error) {
+		return s.BrowseSegments(ctx, tenant, f, after, limit)
 	})
 	if err != nil {
 		return ports.BrowsePage{}, err
@@ -123,11 +120,8 @@ func (m *Messages) BrowseModes(ctx context.Context, tenant string, f ports.Messa
 		}
 		return m.shards[n].BrowseModes(ctx, tenant, f)
 	}
-	modes := make([]ports.GroupModes, len(m.shards))
-	err := gather(all(len(m.shards)), func(n int) error {
-		g, err := m.shards[n].BrowseModes(ctx, tenant, f)
-		modes[n] = g
-		return err
+	modes, err := askAll(m.shards, func(_ int, s ports.MessageStore) (ports.GroupModes, error) {
+		return s.BrowseModes(ctx, tenant, f)
 	})
 	var out ports.GroupModes
 	if err != nil {
@@ -147,22 +141,14 @@ func (m *Messages) SegmentBlobs(ctx context.Context, refs []ports.SegmentRef) ([
 		return nil, nil
 	}
 	groups := byShard(refs, func(r ports.SegmentRef) int { return HolderOf(r.PartitionID, len(m.shards)) })
-	ns := make([]int, 0, len(groups))
-	for n := range groups {
-		ns = append(ns, n)
-	}
 	type key struct {
 		pid  string
 		base int64
 	}
 	var mu sync.Mutex
 	found := make(map[key]ports.SegmentBlob, len(refs))
-	err := gather(ns, func(n int) error {
-		sub := make([]ports.SegmentRef, len(groups[n]))
-		for j, i := range groups[n] {
-			sub[j] = refs[i]
-		}
-		blobs, err := m.shards[n].SegmentBlobs(ctx, sub)
+	err := scatter(groups, func(n int, idx []int) error {
+		blobs, err := m.shards[n].SegmentBlobs(ctx, pick(refs, idx))
 		mu.Lock()
 		defer mu.Unlock()
 		for _, b := range blobs {

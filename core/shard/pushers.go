@@ -3,7 +3,6 @@ package shard
 import (
 	"context"
 	"fmt"
-	"sync"
 	"sync/atomic"
 
 	"github.com/google/uuid"
@@ -60,20 +59,13 @@ func (p *Pushers) Push(ctx context.Context, tenant, producerSub string, items []
 	for _, r := range failed {
 		out[r.Index] = r
 	}
-	var wg sync.WaitGroup
-	for n, idx := range groups {
-		wg.Go(func() {
-			sub := make([]push.Item, len(idx))
-			for j, i := range idx {
-				sub[j] = items[i]
-			}
-			for j, r := range p.services[n].Push(ctx, tenant, producerSub, sub) {
-				r.Index = idx[j]
-				out[idx[j]] = r
-			}
-		})
-	}
-	wg.Wait()
+	_ = scatter(groups, func(n int, idx []int) error { // a push answers per item, never fails whole
+		for j, r := range p.services[n].Push(ctx, tenant, producerSub, pick(items, idx)) {
+			r.Index = idx[j]
+			out[idx[j]] = r
+		}
+		return nil
+	})
 	return out
 }
 

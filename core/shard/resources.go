@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"math"
 	"strings"
 	"time"
 
@@ -30,44 +29,6 @@ func NewResources(shards []ports.ResourceStore, placer *Placer) *Resources {
 	return &Resources{shards: shards, placer: placer}
 }
 
-// wholeListing is the page size that asks a shard for all its rows of a listing (2^31-1
-// rows: no tenant comes near it).
-const wholeListing = math.MaxInt32
-
-// askOne runs ask on shard n, an error naming the shard.
-func askOne[S, T any](shards []S, n int, ask func(S) (T, error)) (T, error) {
-	v, err := ask(shards[n])
-	if err != nil {
-		return v, &UnreachableError{Shard: n, Err: err}
-	}
-	return v, nil
-}
-
-// askAll asks every shard in parallel and returns the answers by shard number; a
-// failure fails the whole call as gather says.
-func askAll[S, T any](shards []S, ask func(n int, s S) (T, error)) ([]T, error) {
-	out := make([]T, len(shards))
-	err := gather(all(len(shards)), func(n int) error {
-		var err error
-		out[n], err = ask(n, shards[n])
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-// pageEnd is how many rows each shard must return for rows offset to offset+limit of the
-// merged listing (MergePage): the first offset+limit, saturating rather than
-// overflowing.
-func pageEnd(offset, limit int) int {
-	if limit > math.MaxInt-offset {
-		return math.MaxInt
-	}
-	return offset + limit
-}
-
 // mergeCombined is rows offset to offset+limit of a listing in which several shards may
 // each hold part of one row (a namespace with queues on two shards): pages and cmp as
 // for MergePage, except that rows comparing equal are the same row and add combines
@@ -88,15 +49,6 @@ func mergeCombined[T any](pages [][]T, cmp func(a, b T) int, add func(a, b T) T,
 		}
 	}
 	return rowsOrEmpty(rows[min(offset, len(rows)):])
-}
-
-// rowsOrEmpty is rows, or an empty slice for none: the stores answer an empty page with an
-// empty slice, which the API encodes as [] rather than null.
-func rowsOrEmpty[T any](rows []T) []T {
-	if rows == nil {
-		return []T{}
-	}
-	return rows
 }
 
 // ListQueues implements ports.ResourceStore: a listing of one queue by name on its

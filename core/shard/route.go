@@ -4,14 +4,9 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"fmt"
-	"maps"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/google/uuid"
 
 	"github.com/queen-go/queen/ports"
 )
@@ -44,16 +39,6 @@ var (
 // NewRouter returns the router over shards (index = shard number) placed by placer.
 func NewRouter(shards []Stores, placer *Placer) *Router {
 	return &Router{shards: shards, placer: placer}
-}
-
-// OfID is the shard named by a partition or lease id in text form; an id that does not
-// parse names shard 0, whose store refuses it as it always has.
-func OfID(id string) int {
-	u, err := uuid.Parse(id)
-	if err != nil {
-		return 0
-	}
-	return Of(u)
 }
 
 // Pop implements ports.ConsumeStore: a queue's pop runs on its shard; a pop by namespace
@@ -101,11 +86,7 @@ func (r *Router) Ack(ctx context.Context, items []ports.AckItem) ([]ports.AckRes
 	}
 	out := make([]ports.AckResult, len(items))
 	err := scatter(groups, func(n int, idx []int) error {
-		sub := make([]ports.AckItem, len(idx))
-		for j, i := range idx {
-			sub[j] = items[i]
-		}
-		res, err := r.shards[n].Consume.Ack(ctx, sub)
+		res, err := r.shards[n].Consume.Ack(ctx, pick(items, idx))
 		if err != nil {
 			return err
 		}
@@ -122,11 +103,7 @@ func (r *Router) Ack(ctx context.Context, items []ports.AckItem) ([]ports.AckRes
 func (r *Router) Release(ctx context.Context, group, leaseID string, autoAck bool, claims []ports.Claim) error {
 	groups := byShard(claims, func(c ports.Claim) int { return HolderOf(c.PartitionID, len(r.shards)) })
 	return scatter(groups, func(n int, idx []int) error {
-		sub := make([]ports.Claim, len(idx))
-		for j, i := range idx {
-			sub[j] = claims[i]
-		}
-		return r.shards[n].Consume.Release(ctx, group, leaseID, autoAck, sub)
+		return r.shards[n].Consume.Release(ctx, group, leaseID, autoAck, pick(claims, idx))
 	})
 }
 
@@ -213,19 +190,13 @@ func (r *Router) DeadLetters(ctx context.Context, tenant string, f ports.DeadLet
 		}
 		return r.shards[n].Queues.DeadLetters(ctx, tenant, f)
 	}
-	pages := make([][]ports.DeadLetter, len(r.shards))
 	each := f
 	each.Offset = 0
 	if f.Limit > 0 {
-		each.Limit = f.Offset + f.Limit
+		each.Limit = pageEnd(f.Offset, f.Limit)
 	}
-	err := gather(all(len(r.shards)), func(n int) error {
-		rows, err := r.shards[n].Queues.DeadLetters(ctx, tenant, each)
-		if err != nil {
-			return err
-		}
-		pages[n] = rows
-		return nil
+	pages, err := askAll(r.shards, func(_ int, s Stores) ([]ports.DeadLetter, error) {
+		return s.Queues.DeadLetters(ctx, tenant, each)
 	})
 	if err != nil {
 		return nil, err
@@ -240,77 +211,4 @@ func (r *Router) DeadLetters(ctx context.Context, tenant string, f ports.DeadLet
 		}
 		return cmp.Compare(b.ID, a.ID) // as each shard breaks ties: id descending
 	}, f.Offset, limit), nil
-}
-
-// UnreachableError is a listing that could not be completed because one shard did not
-// answer: a partial listing would look like a complete one.
-type UnreachableError struct {
-	Shard int
-	Err   error
-}
-
-func (e *UnreachableError) Error() string {
-	return fmt.Sprintf("shard %d did not answer: %v", e.Shard, e.Err)
-}
-
-func (e *UnreachableError) Unwrap() error { return e.Err }
-
-// byShard groups the indexes of xs by the shard of each.
-func byShard[T any](xs []T, of func(T) int) map[int][]int {
-	groups := make(map[int][]int, 1)
-	for i, x := range xs {
-		n := of(x)
-		groups[n] = append(groups[n], i)
-	}
-	return groups
-}
-
-// scatter runs fn for each shard of groups with the indexes it holds (gather).
-func scatter(groups map[int][]int, fn func(n int, idx []int) error) error {
-	ns := slices.Sorted(maps.Keys(groups))
-	return gather(ns, func(n int) error { return fn(n, groups[n]) })
-}
-
-// HolderOf is the shard a partition or lease id names among count shards; one naming a
-// shard this broker does not have goes to shard 0, which answers for it as for any
-// unknown id.
-func HolderOf(id string, count int) int { return within(OfID(id), count) }
-
-// within is n when it is one of count shards, else 0.
-func within(n, count int) int {
-	if n < 0 || n >= count {
-		return 0
-	}
-	return n
-}
-
-// all is the shard numbers 0 to count-1.
-func all(count int) []int {
-	ns := make([]int, count)
-	for i := range ns {
-		ns[i] = i
-	}
-	return ns
-}
-
-// gather runs fn for each shard of ns, in parallel when there are several, and waits
-// for all of them. A shard that fails fails the whole call as an *UnreachableError (the
-// lowest-numbered failing shard's): an answer missing a shard would look complete.
-func gather(ns []int, fn func(n int) error) error {
-	errs := make([]error, len(ns))
-	if len(ns) == 1 {
-		errs[0] = fn(ns[0])
-	} else {
-		var wg sync.WaitGroup
-		for i, n := range ns {
-			wg.Go(func() { errs[i] = fn(n) })
-		}
-		wg.Wait()
-	}
-	for i, err := range errs {
-		if err != nil {
-			return &UnreachableError{Shard: ns[i], Err: err}
-		}
-	}
-	return nil
 }

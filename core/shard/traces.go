@@ -47,12 +47,8 @@ func upTo(limit, offset int) int {
 // carrying the name, merged newest first (then by id, descending, as the stores order
 // ties); the total is the shards' totals added (a trace is on one shard).
 func (t *Traces) TracesByName(ctx context.Context, tenant, name string, limit, offset int) ([]ports.Trace, int64, error) {
-	pages := make([][]ports.Trace, len(t.shards))
-	totals := make([]int64, len(t.shards))
-	err := gather(all(len(t.shards)), func(n int) error {
-		var err error
-		pages[n], totals[n], err = t.shards[n].TracesByName(ctx, tenant, name, upTo(limit, offset), 0)
-		return err
+	pages, totals, err := askPages(t.shards, func(s ports.TraceStore) ([]ports.Trace, int64, error) {
+		return s.TracesByName(ctx, tenant, name, upTo(limit, offset), 0)
 	})
 	if err != nil {
 		return nil, 0, err
@@ -64,10 +60,7 @@ func (t *Traces) TracesByName(ctx context.Context, tenant, name string, limit, o
 	out := MergePage(pages, func(a, b ports.Trace) int {
 		return cmp.Or(b.CreatedAt.Compare(a.CreatedAt), strings.Compare(b.ID, a.ID))
 	}, offset, max(limit, 0))
-	if out == nil {
-		out = []ports.Trace{}
-	}
-	return out, total, nil
+	return rowsOrEmpty(out), total, nil
 }
 
 // nameOrder is the order of the trace-name listing: most recently seen first, ties by
@@ -101,37 +94,23 @@ func nameOrder(a, b ports.TraceName) int {
 //
 // Exact counts there would need every shard's whole name list on every page.
 func (t *Traces) TraceNames(ctx context.Context, tenant string, limit, offset int) ([]ports.TraceName, int64, error) {
-	pages := make([][]ports.TraceName, len(t.shards))
-	totals := make([]int64, len(t.shards))
-	err := gather(all(len(t.shards)), func(n int) error {
-		var err error
-		pages[n], totals[n], err = t.shards[n].TraceNames(ctx, tenant, upTo(limit, offset), 0)
-		return err
+	pages, totals, err := askPages(t.shards, func(s ports.TraceStore) ([]ports.TraceName, int64, error) {
+		return s.TraceNames(ctx, tenant, upTo(limit, offset), 0)
 	})
 	if err != nil {
 		return nil, 0, err
 	}
-	byName := make(map[string]*ports.TraceName)
 	var unread int64 // names some shard has and did not list
 	for n, rows := range pages {
 		unread += max(totals[n]-int64(len(rows)), 0)
-		for _, r := range rows {
-			m := byName[r.Name]
-			if m == nil {
-				byName[r.Name] = &r
-				continue
-			}
-			m.Traces += r.Traces
-			m.Messages += r.Messages
-			if r.LastSeen.After(m.LastSeen) {
-				m.LastSeen = r.LastSeen
-			}
+	}
+	merged := combine(pages, func(r ports.TraceName) string { return r.Name }, func(into *ports.TraceName, r ports.TraceName) {
+		into.Traces += r.Traces
+		into.Messages += r.Messages
+		if r.LastSeen.After(into.LastSeen) {
+			into.LastSeen = r.LastSeen
 		}
-	}
-	merged := make([]ports.TraceName, 0, len(byName))
-	for _, m := range byName {
-		merged = append(merged, *m)
-	}
+	})
 	slices.SortFunc(merged, nameOrder)
 	from := min(offset, len(merged))
 	to := from + min(max(limit, 0), len(merged)-from)
