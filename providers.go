@@ -94,6 +94,7 @@ var ProviderSet = wire.NewSet(
 	ProvideShardStacks,
 	ProvideSpoolStatus,
 	ProvideFusionStats,
+	ProvideSpooledAhead,
 	ProvideShardReadings,
 	ProvidePusher,
 	NewApp,
@@ -247,11 +248,12 @@ func ProvideEncryption(sealer *envelope.Sealer, store ports.QueueSettings, chang
 // ProvidePushService builds the push use case: pushes through fusion, transactions on
 // the store, the spool behind the gate, payloads prepared by the encryption policy.
 func ProvidePushService(b *fusion.Batcher, enc *encryption.Policy, txns ports.TransactionStore, codec *segment.Codec,
-	commits *notify.Commits, sp *spool.Spool, gate *drain.Gate, c *consume.Service, act ports.Activity, log *slog.Logger) *push.Service {
+	commits *notify.Commits, sp *spool.Spool, gate *drain.Gate, c *consume.Service, act ports.Activity, ahead SpooledAhead,
+	log *slog.Logger) *push.Service {
 	return push.New(b, push.Options{
 		Encryption: enc, Logger: log, Activity: act,
 		Transactions: txns, Codec: codec, Commits: commits, AcksApplied: c.Applied,
-		Spool: sp, Divert: gate.Divert, BundleFailed: gate.BundleFailed,
+		Spool: sp, Divert: gate.Divert, BundleFailed: gate.BundleFailed, SpooledAhead: ahead,
 	})
 }
 

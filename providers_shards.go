@@ -261,7 +261,7 @@ func newShardStack(n int, sh *Shards, d shardDeps, cfg config.Config, log *slog.
 	dr := ProvideDrainer(sp, b, d.enc, store, d.flags, repl, cfg, log)
 	gate := ProvideGate(dr, d.flags, repl)
 	// Transactions run on shard 0's service (core/twophase): this one takes none.
-	p := ProvidePushService(b, d.enc, nil, d.codec, d.commits, sp, gate, d.consume, d.act, log)
+	p := ProvidePushService(b, d.enc, nil, d.codec, d.commits, sp, gate, d.consume, d.act, nil, log)
 	m := newPeers(store, n, d.hot, d.commits, d.changes, sh, cfg, log)
 	st := &shardStack{limiter: limiter, batcher: b, spool: sp, drainer: dr, mesh: m, ret: ProvideRetention(store, d.act, cfg, log),
 		repl: repl, push: p}
@@ -326,6 +326,24 @@ func ProvideShardReadings(sh *Shards, stacks *ShardStacks, b *fusion.Batcher, d 
 		}
 		return out
 	}
+}
+
+// SpooledAhead is what the transactions and the streams sinks ask before they push to a
+// partition: whether its pushes spooled earlier are not replayed yet (push.Options).
+type SpooledAhead func(tenant, queue, partition string) bool
+
+// ProvideSpooledAhead asks shard 0's spool with one database (nil: push's default);
+// with several, the spool of the partition's shard: transactions and sinks run on shard
+// 0's push service whatever shard they push to.
+func ProvideSpooledAhead(sp *spool.Spool, stacks *ShardStacks, sh *Shards) SpooledAhead {
+	if !sh.Sharded() {
+		return nil
+	}
+	spools := []*spool.Spool{sp}
+	for _, st := range stacks.stacks {
+		spools = append(spools, st.spool)
+	}
+	return shard.Spooled(sh.Placer, spools)
 }
 
 // ProvidePusher is what the push and transaction routes call: shard 0's push service

@@ -105,7 +105,8 @@ func InitializeApp(ctx context.Context, cfg config.Config) (*App, func(), error)
 	readinessCheck := ProvideReadiness(store, spoolStatus, check)
 	transactionStore := routing.Txn
 	gate := ProvideGate(drainer, flags, check)
-	pushService := ProvidePushService(batcher, policy, transactionStore, codec, commits, spool, gate, service, activity, logger)
+	spooledAhead := ProvideSpooledAhead(spool, shardStacks, shards)
+	pushService := ProvidePushService(batcher, policy, transactionStore, codec, commits, spool, gate, service, activity, spooledAhead, logger)
 	pusher := ProvidePusher(pushService, shardStacks, shards)
 	queueAdmin := routing.Queues
 	queuesService := ProvideQueues(queueAdmin, sealer, codec, queueChanges, cfg, logger)

@@ -117,6 +117,11 @@ type Options struct {
 	Divert func() bool
 	// BundleFailed, when set, is told that a bundle did not reach the database (outage).
 	BundleFailed func()
+	// SpooledAhead says whether a partition has pushes spooled and not replayed yet, which
+	// a transaction or a streams sink to it must wait for (ErrSpooledAhead) [Spool.Pending;
+	// never without a Spool]. A broker on several shards keeps a spool per shard and asks
+	// the partition's (core/shard Spooled).
+	SpooledAhead func(tenant, queue, partition string) bool
 	// Activity, when set, hears of every push request (Push, a committed transaction, a
 	// streams sink), once per queue it pushed to, with the messages it stored there
 	// (queued or buffered); a transaction also counts one on each of those queues (the
@@ -148,6 +153,12 @@ func New(batcher *fusion.Batcher, opts Options) *Service {
 	}
 	if opts.NewID == nil {
 		opts.NewID = newV7
+	}
+	if opts.SpooledAhead == nil {
+		opts.SpooledAhead = func(string, string, string) bool { return false }
+		if opts.Spool != nil {
+			opts.SpooledAhead = opts.Spool.Pending
+		}
 	}
 	return &Service{batcher: batcher, opts: opts, spoolLog: rate.Sometimes{First: 1, Interval: spoolLogEvery}}
 }

@@ -62,7 +62,7 @@ func (s *Service) PrepareSink(ctx context.Context, tenant, producerSub string, i
 		b.results[i] = r
 		g := by[[2]string{r.Queue, r.Partition}]
 		if g == nil {
-			if s.opts.Spool != nil && s.opts.Spool.Pending(tenant, r.Queue, r.Partition) {
+			if s.opts.SpooledAhead(tenant, r.Queue, r.Partition) {
 				return nil, fmt.Errorf("push: sink to %s/%s: %w", r.Queue, r.Partition, ErrSpooledAhead)
 			}
 			g = &group{k: len(b.segs), firsts: make(map[[16]byte]int)}

@@ -40,16 +40,6 @@ var ErrNoTransactions = errors.New("push: transactions are not configured")
 // Nothing was applied; the client retries once the spool has drained.
 var ErrSpooledAhead = errors.New("a partition of the transaction has spooled pushes not yet replayed")
 
-// SpooledAhead reports whether this service's spool holds pushes to the partition not
-// replayed yet (a transaction pushing there must wait: ErrSpooledAhead). partition ""
-// is DefaultPartition.
-func (s *Service) SpooledAhead(tenant, queue, partition string) bool {
-	if partition == "" {
-		partition = DefaultPartition
-	}
-	return s.opts.Spool != nil && s.opts.Spool.Pending(tenant, queue, partition)
-}
-
 // Transaction commits every push and ack of ops in one database transaction, or none of
 // them. hint is the request's single unambiguous lease hint ("" = none). Items must be
 // validated. A *consume.InputError names an ack that cannot name a message (nothing was
@@ -88,11 +78,9 @@ func (s *Service) transaction(ctx context.Context, tenant, producerSub string, o
 	if err != nil {
 		return nil, nil, err
 	}
-	if s.opts.Spool != nil {
-		for _, sg := range segs {
-			if s.opts.Spool.Pending(tenant, sg.Queue, sg.Partition) {
-				return nil, nil, fmt.Errorf("push: transaction to %s/%s: %w", sg.Queue, sg.Partition, ErrSpooledAhead)
-			}
+	for _, sg := range segs {
+		if s.opts.SpooledAhead(tenant, sg.Queue, sg.Partition) {
+			return nil, nil, fmt.Errorf("push: transaction to %s/%s: %w", sg.Queue, sg.Partition, ErrSpooledAhead)
 		}
 	}
 	var acks []ports.AckItem

@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/queen-go/queen/core/push"
+	"github.com/queen-go/queen/core/spool"
 )
 
 // Pushers sends each pushed item to the push service of its queue's shard: each shard
@@ -100,21 +101,20 @@ func unplaced(i int, it push.Item, err error) push.Result {
 		Status: push.StatusFailed, Err: fmt.Errorf("the catalogue (shard 0) did not say which shard holds queue %q: %w", it.Queue, err)}
 }
 
-// Transaction commits ops atomically across the shards they touch. The transaction
-// service checks its own spool; a push to a partition whose shard's spool holds pushes
-// not replayed yet is refused here (push.ErrSpooledAhead), nothing applied: committing
-// it first would put its messages before older ones.
+// Transaction commits ops atomically across the shards they touch (the transaction
+// service's store spans them, core/twophase).
 func (p *Pushers) Transaction(ctx context.Context, tenant, producerSub string, ops []push.TxnOp, hint string) ([]push.TxnResult, error) {
-	for _, op := range ops {
-		if op.Push == nil {
-			continue
-		}
-		n, ok := p.placer.Cached(tenant, op.Push.Queue) // a queue not placed yet has spooled nothing
-		if ok && n < len(p.services) && p.services[n] != p.txn && p.services[n].SpooledAhead(tenant, op.Push.Queue, op.Push.Partition) {
-			return nil, fmt.Errorf("push: transaction to %s on shard %d: %w", op.Push.Queue, n, push.ErrSpooledAhead)
-		}
-	}
 	return p.txn.Transaction(ctx, tenant, producerSub, ops, hint)
+}
+
+// Spooled is push.Options.SpooledAhead over every shard's spool (index = shard number;
+// nil: a shard without one): a partition's spooled pushes are on its queue's shard's
+// spool. A queue this broker has not placed has spooled nothing.
+func Spooled(placer *Placer, spools []*spool.Spool) func(tenant, queue, partition string) bool {
+	return func(tenant, queue, partition string) bool {
+		n, ok := placer.Cached(tenant, queue)
+		return ok && n < len(spools) && spools[n] != nil && spools[n].Pending(tenant, queue, partition)
+	}
 }
 
 // Stats counts the push requests and messages this router was given.

@@ -204,7 +204,8 @@ func TestPushersTransactionAndStats(t *testing.T) {
 }
 
 // A transaction pushing to a partition whose shard holds spooled pushes not replayed yet
-// is refused whole, as the one-shard path refuses it: committing it first would put its
+// is refused whole (the transaction service asks every shard's spool: Spooled), as the
+// one-shard path refuses it: committing it first would put its
 // messages before older ones. Other partitions and other shards are not held up.
 func TestPushersTransactionWaitsForItsShardsSpool(t *testing.T) {
 	t.Parallel()
@@ -214,22 +215,24 @@ func TestPushersTransactionWaitsForItsShardsSpool(t *testing.T) {
 	w.place(t, "q1", 1)
 	sp := spooltest.Open(t, memory.NewSpoolFS(), spool.Options{})
 	w.services[2] = w.service(w.stores[2], push.Options{Spool: sp, Divert: func() bool { return true }})
-	w.pushers = NewPushers(w.services, w.pushers.txn, w.placer)
+	txn := w.service(w.txnStore, push.Options{Transactions: w.txnStore, Codec: w.codec,
+		SpooledAhead: Spooled(w.placer, []*spool.Spool{nil, nil, sp})})
+	w.pushers = NewPushers(w.services, txn, w.placer)
 	if r := w.pushers.Push(ctx, tenant, "", []push.Item{{Queue: "q2", Payload: []byte("1")}}); r[0].Status != push.StatusBuffered {
 		t.Fatalf("the push to shard 2 answered %s, want buffered", r[0].Status)
 	}
-	txn := func(queue, partition string) error {
+	transact := func(queue, partition string) error {
 		ops := []push.TxnOp{{Push: &push.TxnPush{Item: push.Item{Queue: queue, Partition: partition, Payload: []byte("t")}}}}
 		_, err := w.pushers.Transaction(ctx, tenant, "", ops, "")
 		return err
 	}
-	if err := txn("q2", ""); !errors.Is(err, push.ErrSpooledAhead) {
+	if err := transact("q2", ""); !errors.Is(err, push.ErrSpooledAhead) {
 		t.Errorf("a transaction behind shard 2's spool: err %v, want ErrSpooledAhead", err)
 	}
-	if err := txn("q2", "other"); err != nil {
+	if err := transact("q2", "other"); err != nil {
 		t.Errorf("a transaction to another partition: %v", err)
 	}
-	if err := txn("q1", ""); err != nil {
+	if err := transact("q1", ""); err != nil {
 		t.Errorf("a transaction to shard 1: %v", err)
 	}
 }
