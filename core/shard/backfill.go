@@ -26,9 +26,9 @@ func (p *Placer) Backfill(ctx context.Context, held []ports.Placement) error {
 		if got.Shard != h.Shard {
 			return fmt.Errorf("shard: queue %q is held by shard %d but placed on shard %d", h.Queue, h.Shard, got.Shard)
 		}
-		p.mu.Lock()
-		p.cache[key(h.Tenant, h.Queue)] = h.Shard
-		p.mu.Unlock()
+		if err := p.keep(h.Tenant, h.Queue, h.Shard); err != nil {
+			return err
+		}
 	}
 	return nil
 }

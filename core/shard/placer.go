@@ -91,13 +91,22 @@ func (p *Placer) Find(ctx context.Context, tenant, queue string) (n int, ok bool
 	if !ok {
 		return 0, false, nil
 	}
-	if have.Shard < 0 || have.Shard >= p.shards {
-		return 0, false, fmt.Errorf("shard: queue %q is placed on shard %d, which this broker does not have (%d configured)", queue, have.Shard, p.shards)
+	if err := p.keep(tenant, queue, have.Shard); err != nil {
+		return 0, false, err
+	}
+	return have.Shard, true, nil
+}
+
+// keep records a catalogue row in the copy; a row naming a shard this broker does not
+// have is an error (a shorter QUEEN_SHARDS than the brokers that placed the queue).
+func (p *Placer) keep(tenant, queue string, shard int) error {
+	if shard < 0 || shard >= p.shards {
+		return fmt.Errorf("shard: queue %q is placed on shard %d, which this broker does not have (%d configured)", queue, shard, p.shards)
 	}
 	p.mu.Lock()
-	p.cache[key(tenant, queue)] = have.Shard
+	p.cache[key(tenant, queue)] = shard
 	p.mu.Unlock()
-	return have.Shard, true, nil
+	return nil
 }
 
 // Holder is the shard that holds tenant/queue, without placing it (Find): a queue the
@@ -152,12 +161,9 @@ func (p *Placer) place(ctx context.Context, tenant, queue, namespace string, exp
 			return 0, fmt.Errorf("shard: place %q: %w", queue, fromCatalogue(err))
 		}
 	}
-	if have.Shard < 0 || have.Shard >= p.shards {
-		return 0, fmt.Errorf("shard: queue %q is placed on shard %d, which this broker does not have (%d configured)", queue, have.Shard, p.shards)
+	if err := p.keep(tenant, queue, have.Shard); err != nil {
+		return 0, err
 	}
-	p.mu.Lock()
-	p.cache[key(tenant, queue)] = have.Shard
-	p.mu.Unlock()
 	return have.Shard, nil
 }
 
